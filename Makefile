@@ -1,0 +1,45 @@
+# eoslab — the two commands: `make lab` and `make test`. See README.md.
+#
+# `make lab up`, `make lab down` and `make lab status` are typed as two words: `lab` is then a
+# prefix that does nothing, and the verb does the work. A bare `make lab` is the one-command run.
+
+SHELL := /bin/bash
+VENV := .venv
+EOSLAB := $(VENV)/bin/eoslab
+PYTEST_ARGS ?=
+
+.PHONY: setup lab up down status test lint bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+LAB_VERBS := up down status
+ifneq ($(filter $(LAB_VERBS),$(MAKECMDGOALS)),)
+lab:
+	@:
+else
+lab: setup
+	@bash scripts/lab_run.sh
+endif
+
+up: setup
+	@$(EOSLAB) lab up
+
+down: setup
+	@$(EOSLAB) lab down
+
+status: setup
+	@$(EOSLAB) lab status
+
+lint: setup
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff format --check src tests
+
+test: setup lint
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(VENV)/bin/python -m eoslab.bench
+
+clean:
+	rm -rf $(VENV) services/kafka/lib services/spark/jars .lab

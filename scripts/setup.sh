@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make setup: one virtualenv, the Kafka 3.9 jars and Spark's Kafka connector.
+# Idempotent: every step is skipped while its stamp is newer than its inputs,
+# so a re-run with everything present takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3.11}
+VENV=.venv
+KAFKA_LIB=services/kafka/lib
+SPARK_JARS=services/spark/jars
+MVN=(mvn -q -B -s services/maven-settings.xml)
+
+fail() { echo "setup: $*" >&2; exit 1; }
+fresh() { [ -f "$1" ] && [ -z "$(find "${@:2}" -newer "$1" 2>/dev/null)" ]; }
+
+# --- prerequisites, each with the fix ------------------------------------------------
+command -v "$PYTHON" >/dev/null \
+  || fail "Python 3.11 not found as '$PYTHON'. Install it (e.g. apt-get install python3.11 python3.11-venv) or set PYTHON=/path/to/python3.11."
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+  || fail "'$PYTHON' is $("$PYTHON" -V 2>&1), eoslab needs Python 3.11. Set PYTHON=/path/to/python3.11."
+command -v java >/dev/null \
+  || fail "Java not found. Install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)."
+java_major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+[ "${java_major:-0}" -ge 17 ] 2>/dev/null \
+  || fail "Java ${java_major:-?} found, Kafka 3.9 and Spark 4 need Java 17. Install openjdk-17-jdk-headless and put it first on PATH."
+command -v mvn >/dev/null \
+  || fail "Maven not found; it fetches the Kafka and Spark jars. Install it (e.g. apt-get install maven)."
+
+# --- system tools the tests use: docker-compose validates the compose file without an engine
+apt_install() {  # package, what it is for
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing $1 (for $2)"
+    { apt-get install -y -qq "$1" || { apt-get update -qq && apt-get install -y -qq "$1"; }; } >/dev/null \
+      || fail "apt-get could not install $1 (for $2)."
+  else
+    echo "setup: warning: $1 is missing ($2); install it, e.g. sudo apt-get install $1" >&2
+  fi
+}
+command -v docker-compose >/dev/null || apt_install docker-compose "checking compose/docker-compose.yml"
+
+# --- virtualenv -------------------------------------------------------------------------
+if ! fresh "$VENV/.installed" pyproject.toml; then
+  echo "setup: installing the virtualenv in $VENV (pinned dependencies, a few minutes the first time)"
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -e ".[dev]"
+  "$VENV/bin/pip" check >/dev/null || { "$VENV/bin/pip" check; fail "the pinned dependencies conflict (see above)."; }
+  touch "$VENV/.installed"
+fi
+
+# --- jars -------------------------------------------------------------------------------
+fetch_jars() {  # pom, output folder, extra maven args...
+  local pom=$1 out=$2; shift 2
+  if ! fresh "$out/.fetched" "$pom" services/maven-settings.xml; then
+    echo "setup: fetching jars for $pom into $out"
+    rm -rf "$out"
+    "${MVN[@]}" -f "$pom" "$@" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$PWD/$out" || fail "Maven could not fetch the jars of $pom (see above)."
+    touch "$out/.fetched"
+  fi
+}
+fetch_jars services/kafka/pom.xml "$KAFKA_LIB"
+spark_version=$("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)')
+grep -q "<spark.version>$spark_version</spark.version>" services/spark/pom.xml \
+  || fail "services/spark/pom.xml must pin spark.version $spark_version, the installed pyspark."
+fetch_jars services/spark/pom.xml "$SPARK_JARS"
+
+echo "setup: ready ($VENV, $KAFKA_LIB, $SPARK_JARS)"

@@ -1,0 +1,198 @@
+"""The `eoslab` command."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from eoslab import smoke as smoke_lib
+from eoslab.runtime import RUNTIMES, LabError, get_runtime
+from eoslab.runtime.status import ClusterView, LabStatus
+
+app = typer.Typer(
+    help="eoslab: a conformance lab for Kafka's idempotent producer.", no_args_is_help=True
+)
+lab_app = typer.Typer(help="Bring the lab up and down, and break it.", no_args_is_help=True)
+app.add_typer(lab_app, name="lab")
+
+console = Console()
+errors = Console(stderr=True)
+
+RuntimeOption = Annotated[
+    str,
+    typer.Option(
+        "--runtime",
+        envvar="EOSLAB_RUNTIME",
+        help=f"Where the lab runs: {' or '.join(RUNTIMES)}.",
+    ),
+]
+ServiceArgument = Annotated[
+    str, typer.Argument(help="A service, e.g. kafka-2, zookeeper, refbroker.")
+]
+
+
+def _fail(error: Exception) -> typer.Exit:
+    errors.print(f"[bold red]error:[/] {error}", highlight=False)
+    return typer.Exit(code=1)
+
+
+@lab_app.command()
+def up(runtime: RuntimeOption = "local") -> None:
+    """Start ZooKeeper, three Kafka brokers, the chaos proxy and the reference broker."""
+    try:
+        status = get_runtime(runtime).up()
+    except (LabError, KeyError) as error:
+        raise _fail(error) from error
+    _print_status(status)
+    console.print(
+        f"\nThe lab is up. Kafka: [bold]{status.kafka.bootstrap}[/]"
+        + (
+            f"   reference broker: [bold]{status.refbroker.bootstrap}[/]"
+            if status.refbroker
+            else ""
+        )
+        + "\nStop it with [bold]make lab down[/] (or `eoslab lab down`)."
+    )
+
+
+@lab_app.command()
+def down(
+    purge: Annotated[
+        bool, typer.Option(help="Also wipe the lab's state folder (data, logs).")
+    ] = False,
+    runtime: RuntimeOption = "local",
+) -> None:
+    """Stop every service of the lab; nothing keeps running."""
+    try:
+        get_runtime(runtime).down(purge=purge)
+    except LabError as error:
+        raise _fail(error) from error
+    console.print("The lab is down." + (" Its state is wiped." if purge else ""))
+
+
+@lab_app.command()
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    runtime: RuntimeOption = "local",
+) -> None:
+    """Each service with pid, ports and health; the controller; leaders and ISRs."""
+    try:
+        lab_status = get_runtime(runtime).status()
+    except LabError as error:
+        raise _fail(error) from error
+    if as_json:
+        typer.echo(json.dumps(lab_status.to_json(), indent=2))
+    else:
+        _print_status(lab_status)
+    if not lab_status.up:
+        raise typer.Exit(code=3)
+
+
+@lab_app.command()
+def logs(
+    service: ServiceArgument,
+    lines: Annotated[int, typer.Option("-n", "--lines", help="How many of the last lines.")] = 50,
+    runtime: RuntimeOption = "local",
+) -> None:
+    """The last lines of a service's log."""
+    try:
+        typer.echo(get_runtime(runtime).logs(service, lines))
+    except (LabError, KeyError) as error:
+        raise _fail(error) from error
+
+
+@lab_app.command()
+def smoke(
+    records: Annotated[int, typer.Option(help="Records per target.")] = 3000,
+    runtime: RuntimeOption = "local",
+) -> None:
+    """Produce idempotently to each target, read back, and check: complete, once, in order."""
+    config = get_runtime(runtime).config
+    targets = {"kafka": (config.bootstrap_servers, 3), "refbroker": (config.refbroker_bootstrap, 1)}
+    table = Table(title="smoke check")
+    for column in ("target", "acked", "read", "lost", "duplicates", "reordered", "verdict"):
+        table.add_column(column)
+    failed = False
+    for target, (bootstrap, replication) in targets.items():
+        topic = f"smoke-{uuid.uuid4().hex[:8]}"
+        try:
+            smoke_lib.create_topic(bootstrap, topic, partitions=3, replication=replication)
+            ledger = smoke_lib.produce(bootstrap, topic, partitions=3, count=records)
+            found = smoke_lib.check(ledger, smoke_lib.consume(bootstrap, topic, partitions=3))
+        except Exception as error:
+            table.add_row(target, "-", "-", "-", "-", "-", f"[red]error: {error}[/]")
+            failed = True
+            continue
+        failed |= not found.ok
+        verdict = "[green]ok[/]" if found.ok else "[red]FAIL[/]"
+        table.add_row(
+            target,
+            str(found.acked),
+            str(found.read),
+            str(len(found.lost)),
+            str(len(found.duplicates)),
+            str(len(found.reordered)),
+            verdict,
+        )
+    console.print(table)
+    if failed:
+        raise typer.Exit(code=1)
+
+
+def _verb(name: str, doc: str) -> None:
+    def command(service: ServiceArgument, runtime: RuntimeOption = "local") -> None:
+        try:
+            getattr(get_runtime(runtime), name)(service)
+        except (LabError, KeyError) as error:
+            raise _fail(error) from error
+        console.print(f"{name}: {service}")
+
+    command.__doc__ = doc
+    lab_app.command(name=name)(command)
+
+
+_verb("kill", "kill -9 a service (a crash: no shutdown).")
+_verb("pause", "SIGSTOP a service (it freezes; its sockets stay open).")
+_verb("resume", "SIGCONT a paused service.")
+_verb("restart", "Stop a service cleanly and start it again with the same data.")
+
+
+def _print_status(status: LabStatus) -> None:
+    table = Table(title=f"eoslab lab ({status.runtime}, {status.state_dir})")
+    for column in ("service", "state", "health", "pid", "ports", "log"):
+        table.add_column(column)
+    for service in status.services:
+        ports = " ".join(f"{label}={port}" for label, port in service.ports.items())
+        health = "[green]ok[/]" if service.healthy else "[red]down[/]"
+        table.add_row(
+            service.name, service.state, health, str(service.pid or "-"), ports, service.log or ""
+        )
+    console.print(table)
+    for title, view in (("Kafka", status.kafka), ("reference broker", status.refbroker)):
+        if view is not None:
+            _print_cluster(title, view)
+
+
+def _print_cluster(title: str, view: ClusterView) -> None:
+    if not view.reachable:
+        console.print(f"{title} at {view.bootstrap}: [red]unreachable[/]")
+        return
+    console.print(
+        f"{title} at {view.bootstrap}: brokers {view.brokers}, controller {view.controller}"
+    )
+    if view.partitions:
+        table = Table(show_header=True)
+        for column in ("topic", "partition", "leader", "replicas", "isr"):
+            table.add_column(column)
+        for p in view.partitions:
+            table.add_row(p.topic, str(p.partition), str(p.leader), str(p.replicas), str(p.isr))
+        console.print(table)
+
+
+if __name__ == "__main__":
+    app()

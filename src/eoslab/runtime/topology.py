@@ -1,0 +1,117 @@
+"""The lab's services and their ports, as in ARCHITECTURE.md.
+
+Every port is a base port plus one offset, so a second lab (the test suite's, say) can run
+beside a user's lab without a clash: offset 0 gives the documented ports.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from eoslab.paths import lab_dir
+
+HOST = "127.0.0.1"
+BROKER_IDS = (1, 2, 3)
+
+
+class Kind(StrEnum):
+    ZOOKEEPER = "zookeeper"
+    KAFKA = "kafka"
+    PROXY = "proxy"
+    REFBROKER = "refbroker"
+
+
+@dataclass(frozen=True)
+class Service:
+    """One supervised process of the lab and the ports it owns (name -> port)."""
+
+    name: str
+    kind: Kind
+    ports: dict[str, int]
+    broker_id: int | None = None
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    """Where the lab keeps its state and which ports it uses."""
+
+    state_dir: Path = field(default_factory=lab_dir)
+    port_offset: int = field(default_factory=lambda: int(os.environ.get("EOSLAB_PORT_OFFSET", "0")))
+    with_refbroker: bool = True
+    broker_heap: str = "512m"
+    zookeeper_heap: str = "128m"
+    up_timeout_s: float = 120.0
+    stop_grace_s: float = 30.0
+
+    def port(self, base: int) -> int:
+        return base + self.port_offset
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return f"{HOST}:{self.port(2181)}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Kafka as clients see it: through the proxies on 909i."""
+        return ",".join(f"{HOST}:{self.port(9090 + i)}" for i in BROKER_IDS)
+
+    @property
+    def refbroker_bootstrap(self) -> str:
+        return f"{HOST}:{self.port(9192)}"
+
+    @property
+    def proxy_control_url(self) -> str:
+        return f"http://{HOST}:{self.port(8474)}"
+
+    @property
+    def refbroker_control_url(self) -> str:
+        return f"http://{HOST}:{self.port(9199)}"
+
+    def services(self) -> list[Service]:
+        """All services in start order (ZooKeeper first, the proxy last but one)."""
+        services = [Service("zookeeper", Kind.ZOOKEEPER, {"client": self.port(2181)})]
+        services += [
+            Service(
+                f"kafka-{i}",
+                Kind.KAFKA,
+                {
+                    "client": self.port(29090 + i),
+                    "internal": self.port(19090 + i),
+                    "advertised": self.port(9090 + i),
+                },
+                broker_id=i,
+            )
+            for i in BROKER_IDS
+        ]
+        if self.with_refbroker:
+            services.append(
+                Service(
+                    "refbroker",
+                    Kind.REFBROKER,
+                    {
+                        "client": self.port(29192),
+                        "advertised": self.port(9192),
+                        "control": self.port(9199),
+                    },
+                )
+            )
+        services.append(Service("proxy", Kind.PROXY, {"control": self.port(8474)}))
+        return services
+
+    def service(self, name: str) -> Service:
+        for service in self.services():
+            if service.name == name:
+                return service
+        known = ", ".join(s.name for s in self.services())
+        raise KeyError(f"unknown service {name!r}; the lab has: {known}")
+
+    def proxy_routes(self) -> list[tuple[str, int, int]]:
+        """(route name, listen port, upstream port): every client connection crosses the proxy."""
+        return [
+            (s.name, s.ports["advertised"], s.ports["client"])
+            for s in self.services()
+            if "advertised" in s.ports
+        ]

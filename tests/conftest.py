@@ -1,0 +1,40 @@
+"""Shared fixtures: one real lab (ZooKeeper, 3 Kafka brokers, proxy, reference broker) per session.
+
+The test lab runs on its own ports (EOSLAB_TEST_PORT_OFFSET, default 1000: Kafka on 10091-3)
+and in a temporary state folder, so it never meets a lab a developer has up.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import LabConfig
+
+TEST_PORT_OFFSET = int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000"))
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
+    """The running lab; tests that break a service must leave it healthy again."""
+    config = LabConfig(state_dir=tmp_path_factory.mktemp("lab"), port_offset=TEST_PORT_OFFSET)
+    runtime = LocalRuntime(config)
+    runtime.up()
+    try:
+        yield runtime
+    finally:
+        runtime.down(purge=True)
+
+
+@pytest.fixture
+def lab_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for an `eoslab lab` subprocess that owns a lab of its own (offset + 2000)."""
+    return {
+        **os.environ,
+        "EOSLAB_LAB_DIR": str(tmp_path / "lab"),
+        "EOSLAB_PORT_OFFSET": str(TEST_PORT_OFFSET + 2000),
+    }

@@ -1,0 +1,100 @@
+"""The compose file users start with Docker: same topology as the local runtime, loopback only."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from eoslab.paths import project_root
+from eoslab.runtime.compose import ComposeRuntime, compose_file
+from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import LabConfig
+
+
+@pytest.fixture(scope="module")
+def spec() -> dict:
+    return yaml.safe_load(compose_file().read_text())
+
+
+def test_services_match_the_local_topology(spec: dict) -> None:
+    assert set(spec["services"]) == {s.name for s in LabConfig().services()}
+    for i in (1, 2, 3):
+        assert spec["services"][f"kafka-{i}"]["environment"]["BROKER_ID"] == str(i)
+
+
+def test_every_port_is_published_on_loopback(spec: dict) -> None:
+    published = [port for service in spec["services"].values() for port in service.get("ports", [])]
+    assert published
+    assert all(port.startswith("127.0.0.1:") for port in published), published
+    host_ports = {int(port.split(":")[1]) for port in published}
+    # Clients reach Kafka and the reference broker only through the proxy, as locally.
+    assert {listen for _, listen, _ in LabConfig().proxy_routes()} <= host_ports
+
+
+def test_healthchecks_and_start_order(spec: dict) -> None:
+    services = spec["services"]
+    assert all("healthcheck" in s for s in services.values())
+    for i in (1, 2, 3):
+        assert services[f"kafka-{i}"]["depends_on"]["zookeeper"]["condition"] == "service_healthy"
+    assert set(services["proxy"]["depends_on"]) == {"kafka-1", "kafka-2", "kafka-3", "refbroker"}
+    assert not services["zookeeper"].get("depends_on")
+
+
+def test_proxy_routes_match_the_local_ones(spec: dict) -> None:
+    routes = [arg for arg in spec["services"]["proxy"]["command"] if arg.startswith("--route=")]
+    expected = {
+        f"--route={name}=0.0.0.0:{listen}={name}:{upstream}"
+        for name, listen, upstream in LabConfig().proxy_routes()
+    }
+    assert set(routes) == expected
+
+
+def test_images_are_built_from_the_services_folder(spec: dict) -> None:
+    builds = [s["build"] for s in spec["services"].values() if "build" in s]
+    assert builds
+    for build in builds:
+        dockerfile = (compose_file().parent / build["context"] / build["dockerfile"]).resolve()
+        assert dockerfile.is_file(), dockerfile
+        assert dockerfile.parent.parent == project_root() / "services"
+
+
+def test_docker_compose_accepts_the_file() -> None:
+    compose = shutil.which("docker-compose")
+    assert compose, (
+        "docker-compose is needed to validate the compose file: apt-get install docker-compose"
+    )
+    done = subprocess.run(
+        [compose, "-p", "eoslab", "-f", str(compose_file()), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_compose_runtime_says_plainly_when_there_is_no_engine(tmp_path: Path) -> None:
+    env = {
+        "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock",
+        "PATH": str(Path(sys.executable).parent),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "eoslab.cli", "lab", "up", "--runtime", "compose"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "no Docker engine" in done.stderr
+
+
+def test_both_runtimes_offer_the_nemesis_verbs() -> None:
+    verbs = ("up", "down", "status", "logs", "kill", "pause", "resume", "restart")
+    for runtime in (LocalRuntime, ComposeRuntime):
+        assert all(callable(getattr(runtime, verb, None)) for verb in verbs), runtime

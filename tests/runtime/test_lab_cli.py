@@ -1,0 +1,113 @@
+"""`eoslab lab up | status | down` as a user types them, on a lab of the test's own."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from eoslab.runtime.health import port_free
+from eoslab.runtime.processes import MARKER
+
+EOSLAB = [sys.executable, "-m", "eoslab.cli"]
+
+
+def run(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*EOSLAB, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def ours(lab_dir: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if (
+                process.environ().get(MARKER) == lab_dir
+                and process.status() != psutil.STATUS_ZOMBIE
+            ):
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def test_up_status_down_leaves_nothing_behind(lab_env: dict[str, str]) -> None:
+    offset = int(lab_env["EOSLAB_PORT_OFFSET"])
+    up = run(lab_env, "lab", "up")
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        assert f"127.0.0.1:{9091 + offset}" in up.stdout
+
+        status = run(lab_env, "lab", "status", "--json")
+        assert status.returncode == 0, status.stderr
+        report = json.loads(status.stdout)
+        assert report["up"] is True
+        brokers = [s for s in report["services"] if s["kind"] == "kafka"]
+        assert [b["name"] for b in brokers] == ["kafka-1", "kafka-2", "kafka-3"]
+        assert all(b["healthy"] and b["pid"] for b in brokers)
+        assert report["kafka"]["brokers"] == [1, 2, 3]
+        assert report["kafka"]["controller"] in {1, 2, 3}
+        assert report["refbroker"]["reachable"] is True
+
+        # Every socket of the lab listens on loopback only.
+        pids = {p.pid for p in ours(lab_env["EOSLAB_LAB_DIR"])}
+        listening = [
+            c
+            for c in psutil.net_connections("inet")
+            if c.pid in pids and c.status == psutil.CONN_LISTEN
+        ]
+        assert listening
+        assert {c.laddr.ip for c in listening} == {"127.0.0.1"}, listening
+    finally:
+        down = run(lab_env, "lab", "down")
+    assert down.returncode == 0, down.stderr
+    assert ours(lab_env["EOSLAB_LAB_DIR"]) == []
+    assert all(
+        port_free(port + offset) for port in (2181, 9091, 9092, 9093, 29091, 19091, 9192, 8474)
+    )
+
+
+def test_port_in_use_is_named(lab_env: dict[str, str]) -> None:
+    port = 2181 + int(lab_env["EOSLAB_PORT_OFFSET"])
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        result = run(lab_env, "lab", "up", timeout=60)
+    assert result.returncode == 1
+    assert f"zookeeper:{port}" in result.stderr
+    assert "EOSLAB_PORT_OFFSET" in result.stderr
+    assert ours(lab_env["EOSLAB_LAB_DIR"]) == []
+
+
+def test_stale_state_names_the_fix(lab_env: dict[str, str]) -> None:
+    lab_dir = Path(lab_env["EOSLAB_LAB_DIR"])
+    lab_dir.mkdir(parents=True)
+    dead = {"name": "zookeeper", "pid": 999999, "create_time": 0.0, "argv": ["java"], "log": "x"}
+    (lab_dir / "state.json").write_text(json.dumps({"services": {"zookeeper": dead}}))
+    result = run(lab_env, "lab", "up", timeout=60)
+    assert result.returncode == 1
+    assert "stale state" in result.stderr
+    assert "eoslab lab down" in result.stderr
+    assert run(lab_env, "lab", "down").returncode == 0
+    assert not (lab_dir / "state.json").exists()
+
+
+def test_missing_jars_name_make_setup(lab_env: dict[str, str], tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / "services" / "kafka").mkdir(parents=True)
+    (checkout / "services" / "kafka" / "pom.xml").write_text("<project/>")
+    result = run({**lab_env, "EOSLAB_HOME": str(checkout)}, "lab", "up", timeout=60)
+    assert result.returncode == 1
+    assert "make setup" in result.stderr
+
+
+def test_unknown_service_lists_the_known_ones(lab_env: dict[str, str]) -> None:
+    result = run(lab_env, "lab", "kill", "kafka-9", timeout=60)
+    assert result.returncode == 1
+    assert "kafka-9" in result.stderr
+    assert "kafka-1" in result.stderr

@@ -32,9 +32,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
 
 @pytest.fixture
 def lab_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for an `eoslab lab` subprocess that owns a lab of its own (offset + 2000)."""
+    """Environment for an `eoslab lab` subprocess that owns a lab of its own (offset + 1500)."""
     return {
         **os.environ,
         "EOSLAB_LAB_DIR": str(tmp_path / "lab"),
-        "EOSLAB_PORT_OFFSET": str(TEST_PORT_OFFSET + 2000),
+        "EOSLAB_PORT_OFFSET": str(TEST_PORT_OFFSET + 1500),
     }

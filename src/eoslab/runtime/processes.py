@@ -1,7 +1,7 @@
 """Start, signal and stop the lab's processes.
 
 Each service runs in a session (process group) of its own, so a signal reaches everything it
-started, and carries EOSLAB_LAB_DIR in its environment: `processes_of(lab)` can then find
+started, and carries EOSLAB_LAB_MEMBER=<lab folder> in its environment: `processes_of(lab)` can then find
 every process of a lab even when its state file is gone.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-MARKER = "EOSLAB_LAB_DIR"
+MARKER = "EOSLAB_LAB_MEMBER"  # set only in the services' environment, never by users
 
 
 @dataclass(frozen=True)

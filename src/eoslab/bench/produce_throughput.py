@@ -1,0 +1,161 @@
+"""Idempotent produce throughput: reference broker vs one Kafka broker, and proxy vs direct.
+
+Same confluent-kafka settings for every target (enable.idempotence, acks=all, 1 KiB values);
+durability matched pairwise: the reference broker with `--fsync os` against Kafka's default
+(page cache, no fsync), and with `--fsync every-batch` against a Kafka topic with
+`flush.messages=1`.
+"""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from eoslab.runtime.health import port_open, wait_until
+from eoslab.runtime.local import LocalRuntime
+
+VALUE_BYTES = 1024
+SETTINGS = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "compression.type": "none",
+}
+
+
+def measure(bootstrap: str, topic: str, records: int) -> dict[str, float]:
+    """Send `records` values of 1 KiB to partition 0 as fast as the client allows."""
+    producer = Producer({"bootstrap.servers": bootstrap, **SETTINGS})
+    value = b"x" * VALUE_BYTES
+    failures = 0
+
+    def report(error: object, _message: object) -> None:
+        nonlocal failures
+        failures += error is not None
+
+    producer.produce(topic, value=value, partition=0, on_delivery=report)  # PID, metadata, warm
+    producer.flush(30)
+    start = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=value, partition=0, on_delivery=report)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        producer.poll(0)
+    if producer.flush(120):
+        raise TimeoutError(f"records undelivered to {bootstrap} after 120 s")
+    seconds = time.perf_counter() - start
+    if failures:
+        raise RuntimeError(f"{failures} records failed on {bootstrap}")
+    return {
+        "records": records,
+        "seconds": round(seconds, 3),
+        "records_per_s": round(records / seconds),
+        "mb_per_s": round(records * VALUE_BYTES / seconds / 1e6, 2),
+    }
+
+
+def best_of(repeats: int, bootstrap: str, topic: str, records: int) -> dict[str, float]:
+    """The median run of several, with the spread, so one noisy neighbour does not decide."""
+    runs = [measure(bootstrap, topic, records) for _ in range(repeats)]
+    rates = [r["records_per_s"] for r in runs]
+    median = sorted(runs, key=lambda r: r["records_per_s"])[len(runs) // 2]
+    return {
+        **median,
+        "runs_records_per_s": rates,
+        "stdev_records_per_s": round(statistics.pstdev(rates)),
+    }
+
+
+def kafka_topic(bootstrap: str, flush_every_message: bool) -> str:
+    """A single-replica topic led by broker 1: one Kafka broker does all the work."""
+    topic = f"bench-{uuid.uuid4().hex[:8]}"
+    config = {"flush.messages": "1"} if flush_every_message else {}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(topic, replica_assignment=[[1]], config={**config, "min.insync.replicas": "1"})
+    admin.create_topics([new])[topic].result(60)
+    return topic
+
+
+def refbroker_topic(bootstrap: str) -> str:
+    topic = f"bench-{uuid.uuid4().hex[:8]}"
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 1, 1)])[
+        topic
+    ].result(60)
+    return topic
+
+
+@contextmanager
+def refbroker(fsync: str, workdir: Path) -> Iterator[str]:
+    """A reference broker of the benchmark's own, reached directly (no proxy), like Kafka's."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        control = probe.getsockname()[1]
+    data = workdir / f"refbroker-{fsync}"
+    argv = [
+        sys.executable,
+        "-m",
+        "eoslab.refbroker",
+        "serve",
+        f"--listen=127.0.0.1:{port}",
+        f"--advertised=127.0.0.1:{port}",
+        f"--control=127.0.0.1:{control}",
+        f"--data-dir={data}",
+        f"--fsync={fsync}",
+    ]
+    with (workdir / f"refbroker-{fsync}.log").open("wb") as log:
+        server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        if not wait_until(lambda: port_open(port), 30):
+            raise RuntimeError(f"the reference broker did not start; see {log.name}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def run(lab: LocalRuntime, records: int = 50_000, repeats: int = 3) -> dict[str, object]:
+    config = lab.config
+    kafka_direct = f"127.0.0.1:{config.service('kafka-1').ports['client']}"
+    results: dict[str, object] = {"value_bytes": VALUE_BYTES, "producer_settings": SETTINGS}
+
+    # Proxy overhead: the same broker reached through its chaos proxy and directly.
+    topic = kafka_topic(config.bootstrap_servers, flush_every_message=False)
+    direct = best_of(repeats, kafka_direct, topic, records)
+    proxied = best_of(repeats, config.bootstrap_servers, topic, records)
+    results["proxy_vs_direct"] = {
+        "direct": direct,
+        "through_proxy": proxied,
+        "ratio": round(proxied["records_per_s"] / direct["records_per_s"], 3),
+        "target": ">= 0.9",
+    }
+
+    # Reference broker against one Kafka broker, at matching durability.
+    for fsync, flush_every_message in (("os", False), ("every-batch", True)):
+        kafka = best_of(
+            repeats, kafka_direct, kafka_topic(kafka_direct, flush_every_message), records
+        )
+        with refbroker(fsync, config.state_dir) as ref_bootstrap:
+            ref = best_of(repeats, ref_bootstrap, refbroker_topic(ref_bootstrap), records)
+        results[f"refbroker_vs_kafka_fsync_{fsync}"] = {
+            "kafka": kafka,
+            "refbroker": ref,
+            "ratio": round(ref["records_per_s"] / kafka["records_per_s"], 3),
+        }
+    return results

@@ -1,0 +1,1 @@
+"""Protocol-level client: crafted Produce requests for the raw scenarios."""

@@ -1,0 +1,1 @@
+"""The reference broker: Kafka wire protocol + the idempotent-producer rules of the spec."""

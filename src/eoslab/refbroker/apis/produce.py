@@ -1,0 +1,93 @@
+"""Produce: one RecordBatch v2 per partition, handed to PartitionLog.append."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.broker import now_ms
+from eoslab.refbroker.log_manager import UnknownTopicOrPartitionError
+from eoslab.refbroker.partition_log import AppendResult
+from eoslab.refbroker.protocol import build, nested
+
+VALID_ACKS = (-1, 0, 1)
+
+
+class ProduceHandler(ApiHandler):
+    api_key = 0
+    min_version = 3  # v3 is the first with RecordBatch v2, hence producer ids and sequences
+    max_version = 11
+
+    async def handle(self, request: Any, ctx: RequestContext) -> object | None:
+        results = {
+            (topic.name, part.index): self._append(ctx, request.acks, topic.name, part)
+            for topic in request.topic_data
+            for part in topic.partition_data
+        }
+        ctx.broker.appends.notify()
+        if request.acks == 0:
+            # Kafka answers nothing at acks=0; on an error it closes the connection instead.
+            if any(r.error is not ErrorCode.none for r in results.values()):
+                raise ConnectionAbortedError("acks=0 produce failed on at least one partition")
+            return None
+        return self._response(ctx, request, results)
+
+    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
+        results = {
+            (topic.name, part.index): AppendResult(error=error)
+            for topic in request.topic_data
+            for part in topic.partition_data
+        }
+        return self._response(ctx, request, results)
+
+    @staticmethod
+    def _append(ctx: RequestContext, acks: int, topic: str, part: Any) -> AppendResult:
+        broker = ctx.broker
+        if acks not in VALID_ACKS:
+            result = AppendResult(error=ErrorCode.invalid_required_acks)
+        elif part.records is None:
+            result = AppendResult(error=ErrorCode.invalid_record, error_message="null records")
+        else:
+            broker.maybe_auto_create(topic)
+            try:
+                partition_log = broker.storage.partition(topic, part.index)
+            except UnknownTopicOrPartitionError:
+                result = AppendResult(error=ErrorCode.unknown_topic_or_partition)
+            else:
+                result = partition_log.append(bytes(part.records), now_ms())
+        broker.counters.count_append(result.error, result.duplicate)
+        return result
+
+    @staticmethod
+    def _response(
+        ctx: RequestContext, request: Any, results: dict[tuple[str, int], AppendResult]
+    ) -> object:
+        response_type = ctx.response_type
+        topic_type = nested(response_type, "TopicProduceResponse")
+        partition_type = nested(response_type, "PartitionProduceResponse")
+        return build(
+            response_type,
+            throttle_time=NO_THROTTLE,
+            responses=tuple(
+                build(
+                    topic_type,
+                    name=topic.name,
+                    partition_responses=tuple(
+                        build(
+                            partition_type,
+                            index=part.index,
+                            error_code=results[topic.name, part.index].error,
+                            base_offset=results[topic.name, part.index].base_offset,
+                            log_append_time=None,
+                            log_start_offset=results[topic.name, part.index].log_start_offset,
+                            record_errors=(),
+                            error_message=results[topic.name, part.index].error_message,
+                        )
+                        for part in topic.partition_data
+                    ),
+                )
+                for topic in request.topic_data
+            ),
+        )

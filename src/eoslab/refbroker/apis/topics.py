@@ -1,0 +1,153 @@
+"""CreateTopics and DeleteTopics on a single broker (replication factor 1 only)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.apis.metadata import NO_TOPIC_ID
+from eoslab.refbroker.config import AUTO_CREATE_PARTITIONS
+from eoslab.refbroker.log_manager import (
+    InvalidTopicError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from eoslab.refbroker.protocol import build, nested
+from eoslab.refbroker.topic_names import topic_name_error
+
+BROKER_DEFAULT = -1
+MAX_PARTITIONS = 10_000
+
+
+class CreateTopicsHandler(ApiHandler):
+    api_key = 19
+    min_version = 2
+    max_version = 7
+
+    async def handle(self, request: Any, ctx: RequestContext) -> object | None:
+        outcomes = []
+        for topic in request.topics:
+            error, message, partitions = self._validate(ctx, topic)
+            if error is ErrorCode.none and not request.validate_only:
+                try:
+                    ctx.broker.storage.create_topic(topic.name, partitions)
+                except TopicExistsError:
+                    error, message = (
+                        ErrorCode.topic_already_exists,
+                        f"Topic '{topic.name}' already exists.",
+                    )
+                except InvalidTopicError as invalid:
+                    error, message = ErrorCode.invalid_topic_exception, str(invalid)
+            outcomes.append((topic.name, error, message, partitions))
+        return self._response(ctx, outcomes)
+
+    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
+        return self._response(ctx, [(t.name, error, None, -1) for t in request.topics])
+
+    @staticmethod
+    def _validate(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None, int]:
+        node = ctx.broker.config.node_id
+        if (message := topic_name_error(topic.name)) is not None:
+            return ErrorCode.invalid_topic_exception, message, -1
+        if topic.assignments:
+            if topic.num_partitions != BROKER_DEFAULT or topic.replication_factor != BROKER_DEFAULT:
+                message = (
+                    "Both numPartitions or replicationFactor and replicasAssignments were set."
+                )
+                return ErrorCode.invalid_request, message, -1
+            if any(tuple(a.broker_ids) != (node,) for a in topic.assignments):
+                return ErrorCode.invalid_replica_assignment, f"Only broker {node} exists.", -1
+            return ErrorCode.none, None, len(topic.assignments)
+        if topic.replication_factor not in (BROKER_DEFAULT, 1):
+            message = (
+                f"Replication factor: {topic.replication_factor} larger than available brokers: 1."
+            )
+            return ErrorCode.invalid_replication_factor, message, -1
+        partitions = (
+            AUTO_CREATE_PARTITIONS
+            if topic.num_partitions == BROKER_DEFAULT
+            else topic.num_partitions
+        )
+        if not 0 < partitions <= MAX_PARTITIONS:
+            return (
+                ErrorCode.invalid_partitions,
+                f"Number of partitions must be in 1..{MAX_PARTITIONS}.",
+                -1,
+            )
+        return ErrorCode.none, None, partitions
+
+    @staticmethod
+    def _response(
+        ctx: RequestContext, outcomes: list[tuple[str, ErrorCode, str | None, int]]
+    ) -> object:
+        result_type = nested(ctx.response_type, "CreatableTopicResult")
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            topics=tuple(
+                build(
+                    result_type,
+                    name=name,
+                    topic_id=NO_TOPIC_ID,
+                    error_code=error,
+                    error_message=message,
+                    num_partitions=partitions if error is ErrorCode.none else -1,
+                    replication_factor=1 if error is ErrorCode.none else -1,
+                    configs=(),
+                )
+                for name, error, message, partitions in outcomes
+            ),
+        )
+
+
+class DeleteTopicsHandler(ApiHandler):
+    api_key = 20
+    min_version = 1
+    max_version = 6
+
+    async def handle(self, request: Any, ctx: RequestContext) -> object | None:
+        names = _requested_names(request)
+        outcomes = []
+        for name, topic_id in names:
+            if name is None:
+                outcomes.append((name, topic_id, ErrorCode.unknown_topic_id))
+                continue
+            if topic_name_error(name) is not None:  # such a topic cannot exist
+                outcomes.append((name, topic_id, ErrorCode.unknown_topic_or_partition))
+                continue
+            try:
+                ctx.broker.storage.delete_topic(name)
+            except UnknownTopicOrPartitionError:
+                outcomes.append((name, topic_id, ErrorCode.unknown_topic_or_partition))
+            else:
+                outcomes.append((name, topic_id, ErrorCode.none))
+        return self._response(ctx, outcomes)
+
+    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
+        return self._response(ctx, [(n, i, error) for n, i in _requested_names(request)])
+
+    @staticmethod
+    def _response(
+        ctx: RequestContext, outcomes: list[tuple[str | None, uuid.UUID, ErrorCode]]
+    ) -> object:
+        result_type = nested(ctx.response_type, "DeletableTopicResult")
+        return build(
+            ctx.response_type,
+            throttle_time=NO_THROTTLE,
+            responses=tuple(
+                build(
+                    result_type, name=name, topic_id=topic_id, error_code=error, error_message=None
+                )
+                for name, topic_id, error in outcomes
+            ),
+        )
+
+
+def _requested_names(request: Any) -> list[tuple[str | None, uuid.UUID]]:
+    """v6 lists topics as (name, id) states; earlier versions as plain names."""
+    if hasattr(request, "topic_names"):
+        return [(name, NO_TOPIC_ID) for name in request.topic_names]
+    return [(t.name, t.topic_id) for t in request.topics]

@@ -1,0 +1,98 @@
+"""The broker's state behind the protocol server: storage, producer ids, faults, counters.
+
+Everything here runs on the asyncio loop thread, so one request's storage calls never
+interleave with another's: the loop order is the per-partition order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+
+from eoslab.refbroker.config import AUTO_CREATE_PARTITIONS, BrokerConfig
+from eoslab.refbroker.counters import BrokerCounters
+from eoslab.refbroker.faults import FaultLog, RequestFaults
+from eoslab.refbroker.log_manager import LogManager
+from eoslab.refbroker.pid_blocks import ProducerIdManager, producer_id_manager
+from eoslab.refbroker.producer_state import Rules
+from eoslab.refbroker.topic_names import topic_name_error
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class AppendSignal:
+    """Wakes long-polling fetches when any partition grows (Kafka's delayed-fetch purgatory)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def wait(self, timeout_s: float) -> None:
+        """Return on the next append or after `timeout_s`, whichever comes first."""
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout_s)
+        except TimeoutError:
+            return
+
+
+class ReferenceBroker:
+    """Owns the LogManager and the ProducerIdManager and can lose them like a crashed process."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.counters = BrokerCounters()
+        self.request_faults = RequestFaults()
+        self.fault_log = FaultLog(config.fault_log_path)
+        self.appends = AppendSignal()
+        self.storage, self.producer_ids = self._open()
+
+    def _open(self) -> tuple[LogManager, ProducerIdManager]:
+        self.config.log_dir.mkdir(parents=True, exist_ok=True)
+        self.config.pid_block_dir.mkdir(parents=True, exist_ok=True)
+        storage = LogManager(self.config.storage())
+        ids = producer_id_manager(
+            self.config.zookeeper, self.config.pid_block_dir, broker_id=self.config.node_id
+        )
+        return storage, ids
+
+    def crash_restart(self) -> None:
+        """Forget everything in memory and recover from disk, without a clean close.
+
+        Nothing is flushed or snapshotted first: what survives is what the storage layer
+        had already written, exactly as after kill -9 (the server drops the connections).
+        """
+        self.producer_ids.close()  # a dead process's ZooKeeper session ends too
+        del self.storage, self.producer_ids
+        gc.collect()  # closes the abandoned file handles before the log is reopened
+        self.storage, self.producer_ids = self._open()
+        log.warning("crash-restart: storage recovered from disk")
+
+    def maybe_auto_create(self, topic: str) -> bool:
+        """Create an unknown, legal topic when --auto-create-topics is on (Kafka's option)."""
+        if (
+            not self.config.auto_create_topics
+            or topic in self.storage.topics()
+            or topic_name_error(topic) is not None
+        ):
+            return False
+        self.storage.create_topic(topic, AUTO_CREATE_PARTITIONS)
+        log.info("auto-created topic %s with %d partition(s)", topic, AUTO_CREATE_PARTITIONS)
+        return True
+
+    def set_legacy_mode(self, enabled: bool) -> Rules:
+        self.storage.rules = Rules.LEGACY if enabled else self.config.rules
+        return self.storage.rules
+
+    def close(self) -> None:
+        """Graceful shutdown: the storage layer flushes and writes its snapshots."""
+        self.storage.close()
+        self.producer_ids.close()

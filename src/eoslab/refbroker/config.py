@@ -1,0 +1,73 @@
+"""The reference broker's settings: one frozen value built by `serve` and read everywhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from eoslab.refbroker.log_manager import StorageConfig
+from eoslab.refbroker.producer_state import Rules
+
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
+"""Kafka's socket.request.max.bytes default: larger size prefixes close the connection."""
+
+AUTO_CREATE_PARTITIONS = 1
+"""Kafka's num.partitions default, used for topics created by Metadata/Produce."""
+
+
+@dataclass(frozen=True)
+class HostPort:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> HostPort:
+        """'127.0.0.1:9192' -> HostPort; the port is required, an IPv6 host goes in brackets."""
+        host, sep, port = text.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError(f"expected HOST:PORT, got {text!r}")
+        return cls(host.strip("[]"), int(port))
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    listen: HostPort
+    advertised: HostPort
+    control: HostPort
+    data_dir: Path
+    node_id: int = 1
+    cluster_id: str = "eoslab-refbroker"
+    zookeeper: str | None = None
+    rules: Rules = Rules.KAFKA_3_9
+    fsync: Literal["every-batch", "os"] = "every-batch"
+    retained_batches: int = 5
+    producer_id_expiration_ms: int = 86_400_000
+    auto_create_topics: bool = False
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    fault_log: Path | None = None
+
+    @property
+    def log_dir(self) -> Path:
+        """Partition logs live one level down so nothing else under data_dir looks like one."""
+        return self.data_dir / "logs"
+
+    @property
+    def pid_block_dir(self) -> Path:
+        return self.data_dir / "pid-blocks"
+
+    @property
+    def fault_log_path(self) -> Path:
+        return self.fault_log or self.data_dir / "faults.jsonl"
+
+    def storage(self) -> StorageConfig:
+        return StorageConfig(
+            data_dir=self.log_dir,
+            fsync=self.fsync,
+            rules=self.rules,
+            retained_batches=self.retained_batches,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+        )

@@ -1,0 +1,49 @@
+"""What the broker did, counted: the lab compares these with what the clients saw."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from eoslab.refbroker.protocol import api_name
+
+
+@dataclass
+class BrokerCounters:
+    """Requests per API and the fate of every produced batch (appended, deduplicated, rejected)."""
+
+    requests: Counter[str] = field(default_factory=Counter)
+    produce_appended: int = 0
+    produce_deduplicated: int = 0
+    produce_rejected: Counter[str] = field(default_factory=Counter)
+    responses_dropped: Counter[str] = field(default_factory=Counter)
+    requests_failed: Counter[str] = field(default_factory=Counter)
+    connections_closed_on_bad_input: int = 0
+
+    def count_request(self, api_key: int) -> None:
+        self.requests[api_name(api_key)] += 1
+
+    def count_append(self, error: ErrorCode, duplicate: bool) -> None:
+        if error is not ErrorCode.none:
+            self.produce_rejected[error.name.upper()] += 1
+        elif duplicate:
+            self.produce_deduplicated += 1
+        else:
+            self.produce_appended += 1
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "requests": dict(self.requests),
+            "produce": {
+                "appended": self.produce_appended,
+                "deduplicated": self.produce_deduplicated,
+                "rejected": dict(self.produce_rejected),
+            },
+            "faults": {
+                "responses_dropped": dict(self.responses_dropped),
+                "requests_failed": dict(self.requests_failed),
+            },
+            "connections_closed_on_bad_input": self.connections_closed_on_bad_input,
+        }

@@ -1,0 +1,128 @@
+"""Hostile input: the offending connection gets the protocol's error or is closed; the broker
+and its other clients carry on."""
+
+from __future__ import annotations
+
+import datetime
+import socket
+import struct
+
+import pytest
+from crafted import batch_of, errors_of, init_producer_id, produce_request
+from kio.schema.api_versions.v0 import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.api_versions.v3 import ApiVersionsRequest
+from kio.schema.api_versions.v4 import ApiVersionsRequest as ApiVersionsRequestV4
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
+from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+from kio.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
+from kio.serial import entity_reader
+
+from conftest import HOST, RunningBroker, StartBroker
+
+NO_WAIT = datetime.timedelta(0)
+API_VERSIONS = ApiVersionsRequest(client_software_name="eoslab-tests", client_software_version="1")
+
+
+def still_serving(broker: RunningBroker) -> bool:
+    """A fresh client is answered and the process is alive."""
+    with broker.client() as other:
+        answered = other.request(API_VERSIONS).error_code is ErrorCode.none
+    return answered and broker.process is not None and broker.process.poll() is None
+
+
+def raw_connection(broker: RunningBroker) -> socket.socket:
+    return socket.create_connection((HOST, broker.port), timeout=10)
+
+
+def closed_by_broker(sock: socket.socket) -> bool:
+    """Drain until the broker closes (True) or the 10 s socket timeout passes (False)."""
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+    return True
+
+
+@pytest.mark.parametrize(
+    ("label", "data"),
+    [
+        ("negative size", struct.pack(">i", -1)),
+        ("size below a header", struct.pack(">i", 4) + b"\x00\x12\x00\x03"),
+        ("unknown API key", struct.pack(">i", 12) + struct.pack(">hhi", 999, 0, 7) + b"\x00\x00"),
+        (
+            "garbage Produce body",
+            struct.pack(">i", 24) + struct.pack(">hhi", 0, 9, 1) + b"\xfe" * 16,
+        ),
+        ("truncated frame", struct.pack(">i", 100) + struct.pack(">hhi", 18, 3, 1)),
+    ],
+)
+def test_malformed_frames_close_only_their_connection(
+    refbroker: RunningBroker, label: str, data: bytes
+) -> None:
+    with raw_connection(refbroker) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        assert closed_by_broker(sock), label
+    assert still_serving(refbroker)
+    assert refbroker.counters()["connections_closed_on_bad_input"] == 1
+
+
+def test_oversized_frame_is_refused_before_its_body_arrives(start_refbroker: StartBroker) -> None:
+    broker = start_refbroker("--max-frame-bytes", "1024")
+    with raw_connection(broker) as sock:
+        sock.sendall(struct.pack(">i", 1025))  # the body is never sent: no need to wait for it
+        assert closed_by_broker(sock)
+    assert still_serving(broker)
+
+
+def test_a_half_sent_frame_does_not_block_other_clients(refbroker: RunningBroker) -> None:
+    with raw_connection(refbroker) as stalled:
+        stalled.sendall(struct.pack(">i", 1000) + b"\x00\x03")
+        assert still_serving(refbroker)
+
+
+def test_unserved_api_known_to_kafka_closes_the_connection(refbroker: RunningBroker) -> None:
+    with refbroker.client() as client:
+        client.send(FindCoordinatorRequest(key="group", key_type=0))
+        assert client.closed_by_peer()
+    assert still_serving(refbroker)
+
+
+def test_unsupported_api_versions_version_gets_v0_fallback_with_our_ranges(
+    refbroker: RunningBroker,
+) -> None:
+    with refbroker.client() as client:
+        client.send(ApiVersionsRequestV4(client_software_name="x", client_software_version="1"))
+        frame = client.receive_frame()  # decoded by hand: the answer is v0, not v4
+    header, size = entity_reader(ResponseHeaderV0)(frame, 0)
+    response, _ = entity_reader(ApiVersionsResponseV0)(frame, size)
+    assert header.correlation_id == 0
+    assert response.error_code is ErrorCode.unsupported_version
+    ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert ranges[18] == (0, 3)
+    assert ranges[0] == (3, 11)
+
+
+def test_unsupported_version_of_a_served_api_gets_unsupported_version(
+    refbroker: RunningBroker,
+) -> None:
+    with refbroker.client() as client:
+        response = client.request(
+            FetchRequestV13(max_wait=NO_WAIT, min_bytes=1, topics=(), forgotten_topics_data=())
+        )
+    assert response.error_code is ErrorCode.unsupported_version
+
+
+def test_bad_crc_is_corrupt_message_for_that_partition(refbroker: RunningBroker) -> None:
+    refbroker.create_topic("crc", 1)
+    with refbroker.client() as client:
+        pid, epoch = init_producer_id(client)
+        batch = bytearray(batch_of(pid, epoch, 0, 2, "v"))
+        batch[-1] ^= 0xFF  # inside the CRC-covered part
+        corrupt = client.request(produce_request("crc", 0, bytes(batch)))
+        intact = client.request(produce_request("crc", 0, batch_of(pid, epoch, 0, 2, "v")))
+    assert errors_of([corrupt, intact]) == ["CORRUPT_MESSAGE", "NONE"]

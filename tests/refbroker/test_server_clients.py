@@ -1,0 +1,72 @@
+"""Real librdkafka clients against the reference broker: exactly once, in order, through faults."""
+
+from __future__ import annotations
+
+from real_clients import DeliveryLog, assert_exactly_once_in_order, consume_all, produce
+
+from conftest import RunningBroker, StartBroker
+
+PARTITIONS = 3
+
+
+def test_idempotent_producer_then_assign_consumer_reads_each_record_once(
+    refbroker: RunningBroker,
+) -> None:
+    refbroker.create_topic("roundtrip", PARTITIONS)
+    delivered = produce(refbroker.bootstrap, "roundtrip", PARTITIONS, 3000)
+
+    assert not delivered.failed
+    assert len(delivered.acked) == 3000
+    records = consume_all(refbroker.bootstrap, "roundtrip", PARTITIONS)
+    assert_exactly_once_in_order(records, delivered.acked, 1000)
+    counters = refbroker.counters()
+    assert counters["produce"]["deduplicated"] == 0
+    assert counters["requests"]["init_producer_id"] == 1
+
+
+def test_lost_acks_are_retried_and_answered_from_the_batch_cache(refbroker: RunningBroker) -> None:
+    """003_* fig. 3: the broker applied the batches, the acks never arrived, the retries are
+    duplicates of cached batches: acknowledged with their original offsets, not appended."""
+    refbroker.create_topic("lost-acks", PARTITIONS)
+    armed = False
+
+    def lose_acks_midway(log: DeliveryLog) -> None:
+        nonlocal armed
+        if not armed and len(log.acked) >= 300:
+            refbroker.fault(kind="drop-responses", api="Produce", count=3)
+            armed = True
+
+    delivered = produce(refbroker.bootstrap, "lost-acks", PARTITIONS, 1500, during=lose_acks_midway)
+
+    assert armed
+    assert not delivered.failed
+    counters = refbroker.counters()
+    assert counters["faults"]["responses_dropped"] == {"produce": 3}
+    assert counters["produce"]["deduplicated"] >= 1
+    records = consume_all(refbroker.bootstrap, "lost-acks", PARTITIONS)
+    assert_exactly_once_in_order(records, delivered.acked, 500)
+
+
+def test_kill_9_and_restart_while_streaming_loses_and_duplicates_nothing(
+    start_refbroker: StartBroker,
+) -> None:
+    broker = start_refbroker()
+    broker.create_topic("crash", PARTITIONS)
+    crashed = False
+
+    def kill_and_restart_midway(log: DeliveryLog) -> None:
+        nonlocal crashed
+        if not crashed and len(log.acked) >= 5000:
+            broker.kill()
+            broker.start()
+            crashed = True
+
+    delivered = produce(
+        broker.bootstrap, "crash", PARTITIONS, 18_000, during=kill_and_restart_midway
+    )
+
+    assert crashed
+    assert not delivered.failed
+    assert len(delivered.acked) == 18_000
+    records = consume_all(broker.bootstrap, "crash", PARTITIONS)
+    assert_exactly_once_in_order(records, delivered.acked, 18_000 // PARTITIONS)

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from eoslab import smoke as smoke_lib
+from eoslab.chaos.command import app as chaos_app
 from eoslab.refbroker.command import app as refbroker_app
 from eoslab.runtime import RUNTIMES, LabError, get_runtime
 from eoslab.runtime.status import ClusterView, LabStatus
@@ -21,6 +22,7 @@ app = typer.Typer(
 lab_app = typer.Typer(help="Bring the lab up and down, and break it.", no_args_is_help=True)
 app.add_typer(lab_app, name="lab")
 app.add_typer(refbroker_app, name="refbroker", help="The Python reference broker.")
+app.add_typer(chaos_app, name="chaos", help="The chaos proxy and its faults.")
 
 console = Console()
 errors = Console(stderr=True)

@@ -1,0 +1,1 @@
+"""Nemesis: the Kafka-aware chaos proxy, process faults and fault timelines."""

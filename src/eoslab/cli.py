@@ -15,6 +15,7 @@ from eoslab.chaos.command import app as chaos_app
 from eoslab.refbroker.command import app as refbroker_app
 from eoslab.runtime import RUNTIMES, LabError, get_runtime
 from eoslab.runtime.status import ClusterView, LabStatus
+from eoslab.scenarios import command as scenarios_command
 
 app = typer.Typer(
     help="eoslab: a conformance lab for Kafka's idempotent producer.", no_args_is_help=True
@@ -23,6 +24,8 @@ lab_app = typer.Typer(help="Bring the lab up and down, and break it.", no_args_i
 app.add_typer(lab_app, name="lab")
 app.add_typer(refbroker_app, name="refbroker", help="The Python reference broker.")
 app.add_typer(chaos_app, name="chaos", help="The chaos proxy and its faults.")
+app.add_typer(scenarios_command.app, name="scenarios", help="The scenario catalogue.")
+app.command("run")(scenarios_command.run)
 
 console = Console()
 errors = Console(stderr=True)

@@ -35,7 +35,15 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
     with tempfile.TemporaryDirectory(prefix="eoslab-bench-") as state:
-        lab = LocalRuntime(LabConfig(state_dir=Path(state), port_offset=BENCH_PORT_OFFSET))
+        lab = LocalRuntime(
+            LabConfig(
+                state_dir=Path(state),
+                port_offset=BENCH_PORT_OFFSET,
+                brokers=1,
+                with_refbroker=False,
+                direct_listener=True,
+            )
+        )
         lab.up()
         try:
             results["produce_throughput"] = produce_throughput.run(lab, args.records, args.repeats)

@@ -80,21 +80,11 @@ def best_of(repeats: int, bootstrap: str, topic: str, records: int) -> dict[str,
     }
 
 
-def kafka_topic(bootstrap: str, flush_every_message: bool) -> str:
-    """A single-replica topic led by broker 1: one Kafka broker does all the work."""
+def new_topic(bootstrap: str, config: dict[str, str] | None = None) -> str:
+    """A one-partition, one-replica topic: one broker does all the work."""
     topic = f"bench-{uuid.uuid4().hex[:8]}"
-    config = {"flush.messages": "1"} if flush_every_message else {}
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    new = NewTopic(topic, replica_assignment=[[1]], config={**config, "min.insync.replicas": "1"})
-    admin.create_topics([new])[topic].result(60)
-    return topic
-
-
-def refbroker_topic(bootstrap: str) -> str:
-    topic = f"bench-{uuid.uuid4().hex[:8]}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 1, 1)])[
-        topic
-    ].result(60)
+    admin.create_topics([NewTopic(topic, 1, 1, config=config or {})])[topic].result(60)
     return topic
 
 
@@ -131,12 +121,13 @@ def refbroker(fsync: str, workdir: Path) -> Iterator[str]:
 
 
 def run(lab: LocalRuntime, records: int = 50_000, repeats: int = 3) -> dict[str, object]:
+    """`lab` is one Kafka broker with a DIRECT listener beside the proxied one."""
     config = lab.config
-    kafka_direct = f"127.0.0.1:{config.service('kafka-1').ports['client']}"
+    kafka_direct = config.direct_bootstrap_servers
     results: dict[str, object] = {"value_bytes": VALUE_BYTES, "producer_settings": SETTINGS}
 
     # Proxy overhead: the same broker reached through its chaos proxy and directly.
-    topic = kafka_topic(config.bootstrap_servers, flush_every_message=False)
+    topic = new_topic(kafka_direct)
     direct = best_of(repeats, kafka_direct, topic, records)
     proxied = best_of(repeats, config.bootstrap_servers, topic, records)
     results["proxy_vs_direct"] = {
@@ -147,12 +138,10 @@ def run(lab: LocalRuntime, records: int = 50_000, repeats: int = 3) -> dict[str,
     }
 
     # Reference broker against one Kafka broker, at matching durability.
-    for fsync, flush_every_message in (("os", False), ("every-batch", True)):
-        kafka = best_of(
-            repeats, kafka_direct, kafka_topic(kafka_direct, flush_every_message), records
-        )
+    for fsync, kafka_topic_config in (("os", {}), ("every-batch", {"flush.messages": "1"})):
+        kafka = best_of(repeats, kafka_direct, new_topic(kafka_direct, kafka_topic_config), records)
         with refbroker(fsync, config.state_dir) as ref_bootstrap:
-            ref = best_of(repeats, ref_bootstrap, refbroker_topic(ref_bootstrap), records)
+            ref = best_of(repeats, ref_bootstrap, new_topic(ref_bootstrap), records)
         results[f"refbroker_vs_kafka_fsync_{fsync}"] = {
             "kafka": kafka,
             "refbroker": ref,

@@ -9,8 +9,12 @@ from eoslab.runtime.topology import HOST, LabConfig, Service
 
 
 def _render(base: Path, overrides: dict[str, str]) -> str:
-    lines = base.read_text().rstrip("\n").splitlines()
-    lines += ["", "# Added by the eoslab runtime for this service."]
+    lines = [
+        line
+        for line in base.read_text().rstrip("\n").splitlines()
+        if line.partition("=")[0].strip() not in overrides
+    ]
+    lines += ["", "# Set by the eoslab runtime for this service."]
     lines += [f"{key}={value}" for key, value in overrides.items()]
     return "\n".join(lines) + "\n"
 
@@ -24,20 +28,31 @@ def zookeeper_properties(config: LabConfig, service: Service) -> str:
 
 
 def kafka_properties(config: LabConfig, service: Service) -> str:
-    internal, client = service.ports["internal"], service.ports["client"]
-    return _render(
-        project_root() / "services" / "kafka" / "server.properties",
-        {
-            "broker.id": str(service.broker_id),
-            "listeners": f"INTERNAL://{HOST}:{internal},CLIENT://{HOST}:{client}",
-            # Clients are sent to the proxy in front of the client listener, never to it directly.
-            "advertised.listeners": (
-                f"INTERNAL://{HOST}:{internal},CLIENT://{HOST}:{service.ports['advertised']}"
-            ),
-            "log.dirs": str(config.state_dir / service.name / "data"),
-            "zookeeper.connect": config.zookeeper_connect,
-        },
-    )
+    ports = service.ports
+    listeners = {"INTERNAL": ports["internal"], "CLIENT": ports["client"]}
+    # Clients are sent to the proxy in front of the client listener, never to it directly.
+    advertised = {"INTERNAL": ports["internal"], "CLIENT": ports["advertised"]}
+    if "direct" in ports:
+        listeners["DIRECT"] = advertised["DIRECT"] = ports["direct"]
+    overrides = {
+        "broker.id": str(service.broker_id),
+        "listeners": ",".join(f"{name}://{HOST}:{port}" for name, port in listeners.items()),
+        "advertised.listeners": ",".join(f"{n}://{HOST}:{p}" for n, p in advertised.items()),
+        "listener.security.protocol.map": ",".join(f"{name}:PLAINTEXT" for name in listeners),
+        "log.dirs": str(config.state_dir / service.name / "data"),
+        "zookeeper.connect": config.zookeeper_connect,
+    }
+    if config.brokers < 3:
+        # A smaller cluster (tests, benchmarks): replication as wide as the cluster allows.
+        width, isr = str(config.brokers), str(min(2, config.brokers))
+        overrides |= {
+            "default.replication.factor": width,
+            "offsets.topic.replication.factor": width,
+            "transaction.state.log.replication.factor": width,
+            "min.insync.replicas": isr,
+            "transaction.state.log.min.isr": isr,
+        }
+    return _render(project_root() / "services" / "kafka" / "server.properties", overrides)
 
 
 def log4j_properties() -> Path:

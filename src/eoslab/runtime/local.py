@@ -18,7 +18,7 @@ from eoslab.paths import kafka_lib
 from eoslab.runtime import configs, health, processes
 from eoslab.runtime.processes import ProcessRecord
 from eoslab.runtime.status import LabError, LabStatus, ServiceStatus, cluster_view
-from eoslab.runtime.topology import BROKER_IDS, HOST, Kind, LabConfig, Service
+from eoslab.runtime.topology import HOST, Kind, LabConfig, Service
 from eoslab.runtime.zookeeper import registered_brokers
 
 JVM_COMMON = ["-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
@@ -210,7 +210,9 @@ class LocalRuntime:
             raise self._failure(service.name, f"not healthy after {self.config.up_timeout_s:.0f} s")
 
     def _await_cluster(self) -> None:
-        expected = set(BROKER_IDS)
+        expected = set(self.config.broker_ids)
+        if not expected:
+            return
 
         def registered() -> bool:
             return registered_brokers(self.config.zookeeper_connect) == expected

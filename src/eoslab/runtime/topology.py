@@ -14,7 +14,6 @@ from pathlib import Path
 from eoslab.paths import lab_dir
 
 HOST = "127.0.0.1"
-BROKER_IDS = (1, 2, 3)
 
 
 class Kind(StrEnum):
@@ -40,7 +39,11 @@ class LabConfig:
 
     state_dir: Path = field(default_factory=lab_dir)
     port_offset: int = field(default_factory=lambda: int(os.environ.get("EOSLAB_PORT_OFFSET", "0")))
+    brokers: int = 3
     with_refbroker: bool = True
+    # A third listener per broker, DIRECT on 3909i, advertised as itself: a path around the
+    # proxy for benchmarks (proxy against direct) and for checking what really reached the log.
+    direct_listener: bool = False
     broker_heap: str = "512m"
     zookeeper_heap: str = "128m"
     up_timeout_s: float = 120.0
@@ -50,13 +53,24 @@ class LabConfig:
         return base + self.port_offset
 
     @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.brokers + 1))
+
+    @property
     def zookeeper_connect(self) -> str:
         return f"{HOST}:{self.port(2181)}"
 
     @property
     def bootstrap_servers(self) -> str:
         """Kafka as clients see it: through the proxies on 909i."""
-        return ",".join(f"{HOST}:{self.port(9090 + i)}" for i in BROKER_IDS)
+        return ",".join(f"{HOST}:{self.port(9090 + i)}" for i in self.broker_ids)
+
+    @property
+    def direct_bootstrap_servers(self) -> str:
+        """Kafka around the proxy (only with `direct_listener`)."""
+        if not self.direct_listener:
+            raise ValueError("this lab has no DIRECT listener (LabConfig.direct_listener)")
+        return ",".join(f"{HOST}:{self.port(39090 + i)}" for i in self.broker_ids)
 
     @property
     def refbroker_bootstrap(self) -> str:
@@ -81,10 +95,11 @@ class LabConfig:
                     "client": self.port(29090 + i),
                     "internal": self.port(19090 + i),
                     "advertised": self.port(9090 + i),
+                    **({"direct": self.port(39090 + i)} if self.direct_listener else {}),
                 },
                 broker_id=i,
             )
-            for i in BROKER_IDS
+            for i in self.broker_ids
         ]
         if self.with_refbroker:
             services.append(
@@ -98,7 +113,8 @@ class LabConfig:
                     },
                 )
             )
-        services.append(Service("proxy", Kind.PROXY, {"control": self.port(8474)}))
+        if self.brokers or self.with_refbroker:
+            services.append(Service("proxy", Kind.PROXY, {"control": self.port(8474)}))
         return services
 
     def service(self, name: str) -> Service:

@@ -1,0 +1,234 @@
+"""The run directory: everything one scenario run leaves behind, and the checker's input.
+
+This layout is the contract between the run executor (which writes it) and the checker
+(which reads it and writes only under ``checker/``)::
+
+    runs/<run_id>/                 root configurable; default `runs/` in the checkout
+      run.json                     RunInfo: scenario, target, topic, seed, expected verdict,
+                                   producer config, producer sessions
+      history/                     the history ledger, a Parquet dataset (read the directory);
+        p<producer>-<session_id>-<part>.parquet
+                                   one file per flushed batch of one producer session;
+                                   HISTORY_SCHEMA; one row per record's final outcome
+      stats.jsonl                  librdkafka statistics samples, one JSON object a line
+      faults.jsonl                 the nemesis timeline as executed, one JSON object a line
+      journal/<session_id>.tsv     the producer's send journal (internal to the workload: after
+                                   a producer is killed it turns in-flight sends into
+                                   `indeterminate` history rows)
+      checker/                     written by the checker only
+        anomalies/<name>/          Parquet, one dataset per anomaly
+        metrics.json
+        gx/                        Great Expectations file context and Data Docs
+        verdict.json
+
+History outcomes (:class:`Outcome`; the error → outcome mapping is in
+:mod:`eoslab.workload.outcomes`):
+
+- ``ack``: a delivery report without error; ``offset`` and ``ack_ms`` are set;
+- ``fail``: definitely not written (rejected before any write, or never left the client);
+- ``indeterminate``: may or may not be in the log (timed out after being sent, fatal
+  idempotence error, producer killed before its report arrived, ...);
+- ``unsent``: the session ended (cleanly) before the record was transmitted; definitely
+  not written. Only ever a tail: every later record of that session+partition is unsent too.
+
+Files starting with ``.`` or ``_`` inside ``history/`` are in-progress writes; Spark and
+pyarrow datasets skip them.
+
+``stats.jsonl`` lines: ``producer``, ``session_id``, ``ts_ms`` and librdkafka's ``txmsgs``,
+``txretries`` (request retries), ``retries`` (messages transmitted more than once; exact in a session's last sample), ``msg_cnt``, ``eos`` (``idemp_state``, ``epoch_cnt``, ``producer_id``,
+``producer_epoch``) and ``brokers`` ({name: {``outbuf_msg_cnt``, ``waitresp_cnt``,
+``waitresp_msg_cnt``, ``txretries``, ``req_timeouts``, ``connects``, ``disconnects``}}).
+
+``faults.jsonl`` lines: ``ts_ms`` (wall clock), ``kind``, ``target``, ``detail`` (object),
+``phase`` (``start`` | ``end`` | ``instant``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from eoslab.paths import project_root
+
+RUN_FORMAT = 1
+
+Target = Literal["kafka", "refbroker", "external"]
+TARGETS: tuple[str, ...] = ("kafka", "refbroker", "external")
+
+
+class Outcome(StrEnum):
+    """A record's final outcome in the history (see the module docstring)."""
+
+    ACK = "ack"
+    FAIL = "fail"
+    INDETERMINATE = "indeterminate"
+    UNSENT = "unsent"
+
+
+HISTORY_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("session_id", pa.string(), nullable=False),
+        pa.field("producer", pa.int32(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("key_seq", pa.int64(), nullable=False),
+        pa.field("send_ms", pa.int64(), nullable=False),
+        pa.field("outcome", pa.string(), nullable=False),
+        pa.field("offset", pa.int64()),
+        pa.field("error", pa.string()),
+        pa.field("ack_ms", pa.int64()),
+        pa.field("latency_ms", pa.float64()),
+    ]
+)
+"""The history columns: ``offset`` is null unless ack; ``error`` (librdkafka's error name)
+is null on ack; ``ack_ms`` and ``latency_ms`` are null unless a delivery report arrived."""
+
+
+class SessionInfo(BaseModel):
+    """One producer process lifetime: a new session (and a new PID) on every (re)start."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    producer: int
+    started_ms: int
+    ended_ms: int | None = None
+
+
+class RunInfo(BaseModel):
+    """``run.json``: what ran, where, with which producer config, and what was expected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal[1] = RUN_FORMAT
+    run_id: str
+    scenario: str
+    target: Target
+    bootstrap: str
+    topic: str
+    partitions: int
+    seed: int
+    started_ms: int
+    ended_ms: int | None = None
+    producer_config: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    expected: dict[str, str | dict[str, str]] = Field(default_factory=dict)
+    """Anomaly name -> "0" | ">0" | ">=0" | "any"; plus optional "errors": {error name ->
+    the same forms}, the broker error codes the run is expected to provoke."""
+    sessions: list[SessionInfo] = Field(default_factory=list)
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds, the timestamp unit of every run file."""
+    return time.time_ns() // 1_000_000
+
+
+def new_run_id(scenario: str, target: str) -> str:
+    """``<UTC time>-<scenario>-<target>-<4 hex>``, e.g. ``20261121T231500Z-baseline-kafka-ab12``:
+    sorts by start time, says what ran, and stays unique for runs started the same second."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return f"{stamp}-{scenario}-{target}-{secrets.token_hex(2)}"
+
+
+def default_runs_root() -> Path:
+    """``runs/`` in the checkout."""
+    return project_root() / "runs"
+
+
+class RunDir:
+    """The paths of one run directory (see the module docstring for the layout)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def for_run(cls, run_id: str, runs_root: Path | None = None) -> RunDir:
+        return cls((runs_root or default_runs_root()) / run_id)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / "run.json"
+
+    @property
+    def history_dir(self) -> Path:
+        return self.path / "history"
+
+    @property
+    def stats_jsonl(self) -> Path:
+        return self.path / "stats.jsonl"
+
+    @property
+    def faults_jsonl(self) -> Path:
+        return self.path / "faults.jsonl"
+
+    @property
+    def journal_dir(self) -> Path:
+        return self.path / "journal"
+
+    @property
+    def checker_dir(self) -> Path:
+        return self.path / "checker"
+
+    @property
+    def anomalies_dir(self) -> Path:
+        return self.checker_dir / "anomalies"
+
+    def anomaly_dir(self, name: str) -> Path:
+        return self.anomalies_dir / name
+
+    @property
+    def metrics_json(self) -> Path:
+        return self.checker_dir / "metrics.json"
+
+    @property
+    def gx_dir(self) -> Path:
+        return self.checker_dir / "gx"
+
+    @property
+    def verdict_json(self) -> Path:
+        return self.checker_dir / "verdict.json"
+
+    def history_file(self, producer: int, session_id: str, part: int) -> Path:
+        return self.history_dir / f"p{producer}-{session_id}-{part:05d}.parquet"
+
+    def journal_file(self, session_id: str) -> Path:
+        return self.journal_dir / f"{session_id}.tsv"
+
+    def create(self) -> RunDir:
+        """Make the directory and the workload's folders (the run id must be new)."""
+        self.path.mkdir(parents=True, exist_ok=False)
+        self.history_dir.mkdir()
+        self.journal_dir.mkdir()
+        return self
+
+    def write_info(self, info: RunInfo) -> None:
+        """Replace run.json atomically, so a reader never sees half of it."""
+        partial = self.path / ".run.json.partial"
+        partial.write_text(info.model_dump_json(indent=2) + "\n")
+        os.replace(partial, self.run_json)
+
+    def read_info(self) -> RunInfo:
+        return RunInfo.model_validate_json(self.run_json.read_text())
+
+    def append_jsonl(self, path: Path, record: dict[str, object]) -> None:
+        """Append one line in one write (O_APPEND): writers in several processes interleave
+        whole lines, never fragments."""
+        line = (json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n").encode()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)

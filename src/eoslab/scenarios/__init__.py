@@ -1,0 +1,1 @@
+"""Scenarios: the schema of a scenario file, the catalogue, and the run executor."""

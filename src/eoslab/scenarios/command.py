@@ -1,0 +1,110 @@
+"""`eoslab scenarios list|show|run` and the top-level `eoslab run`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from eoslab.chaos.timeline import resolve
+from eoslab.runtime import LabError, get_runtime
+from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
+from eoslab.scenarios.executor import RunError, execute
+
+app = typer.Typer(help="The scenario catalogue: list, show, run.", no_args_is_help=True)
+console = Console()
+errors = Console(stderr=True)
+
+ScenarioArgument = Annotated[str, typer.Argument(help="A catalogue name or a scenario file.")]
+
+
+def _fail(error: Exception) -> typer.Exit:
+    errors.print(f"[bold red]error:[/] {error}", highlight=False, markup=True)
+    return typer.Exit(code=1)
+
+
+@app.command("list")
+def list_scenarios() -> None:
+    """Every catalogue scenario: targets, faults, expected anomalies."""
+    table = Table(title="scenario catalogue")
+    for column in ("scenario", "targets", "nemesis", "expected (not 0)", "description"):
+        table.add_column(column)
+    for name, path in catalogue().items():
+        scenario = load_scenario(path)
+        expected = scenario.expected.for_target(scenario.targets[0])
+        notable = ", ".join(
+            f"{k} {v}" for k, v in expected.items() if k != "indeterminate" and v != "0"
+        )
+        table.add_row(
+            name,
+            ", ".join(scenario.targets),
+            ", ".join(step.kind for step in scenario.nemesis) or "-",
+            notable or "none",
+            " ".join(scenario.description.split())[:80],
+        )
+    console.print(table)
+
+
+@app.command()
+def show(
+    scenario: ScenarioArgument,
+    target: Annotated[str | None, typer.Option(help="Also resolve the timeline for it.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed for the resolved timeline.")] = None,
+) -> None:
+    """The scenario as validated (YAML), and its resolved timeline for a target."""
+    try:
+        loaded = find_scenario(scenario)
+    except ScenarioError as error:
+        raise _fail(error) from error
+    typer.echo(
+        yaml.safe_dump(loaded.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+    )
+    if target is not None:
+        steps = resolve(loaded.nemesis, target, loaded.seed if seed is None else seed)  # type: ignore[arg-type]
+        for step in steps:
+            trigger = (
+                f"at {step.at_s} s" if step.at_s is not None else f"after {step.after_acked} acked"
+            )
+            length = f" for {step.duration_s} s" if step.duration_s is not None else ""
+            typer.echo(f"step {step.index}: {step.kind} {step.target or ''} {trigger}{length}")
+
+
+def run(
+    scenario: ScenarioArgument,
+    *,
+    target: Annotated[str, typer.Option(help="kafka or refbroker.")] = "kafka",
+    seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
+    records: Annotated[int | None, typer.Option(help="Override the record count.")] = None,
+    runs_dir: Annotated[
+        Path | None, typer.Option(help="Where run directories go (default: runs/).")
+    ] = None,
+    runtime: Annotated[
+        str, typer.Option("--runtime", envvar="EOSLAB_RUNTIME", help="local or compose.")
+    ] = "local",
+) -> None:
+    """Run a scenario against the running lab; prints the run directory."""
+    try:
+        loaded = find_scenario(scenario)
+        lab = get_runtime(runtime)
+        result = execute(
+            loaded,
+            target,
+            runtime=lab,
+            config=lab.config,
+            runs_root=runs_dir,
+            seed=seed,
+            records=records,
+        )
+    except (ScenarioError, RunError, LabError) as error:
+        raise _fail(error) from error
+    for problem in result.problems:
+        errors.print(f"[yellow]warning:[/] {problem}", highlight=False)
+    typer.echo(os.fspath(result.run_dir.path))
+
+
+app.command("run")(run)

@@ -1,0 +1,165 @@
+"""One scenario on one target: topic, workload ∥ nemesis, heal, run.json.
+
+The lab is left as it was found, whatever happens: the nemesis heals in a `finally`, and
+the producers are stopped before the run directory is closed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from eoslab.chaos.control_client import ProxyControl
+from eoslab.chaos.nemesis import LabRuntime, Nemesis, RefbrokerControl
+from eoslab.chaos.timeline import TimelineRunner, resolve
+from eoslab.rundir import RunDir, RunInfo, new_run_id, now_ms
+from eoslab.runtime.topology import LabConfig
+from eoslab.scenarios.schema import Scenario
+from eoslab.smoke import create_topic
+from eoslab.workload.supervisor import Workload
+
+REPLICATION = {"kafka": 3, "refbroker": 1}
+
+
+class RunError(RuntimeError):
+    """The run could not be carried out as the scenario says."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: RunDir
+    info: RunInfo
+    problems: list[str]
+    """What went wrong on the way (nemesis errors, heal failures, timeouts); empty if none."""
+
+
+def bootstrap_of(target: str, config: LabConfig) -> str:
+    return config.bootstrap_servers if target == "kafka" else config.refbroker_bootstrap
+
+
+def execute(
+    scenario: Scenario,
+    target: str,
+    *,
+    runtime: LabRuntime,
+    config: LabConfig,
+    runs_root: Path | None = None,
+    seed: int | None = None,
+    records: int | None = None,
+    show_progress: bool | None = None,
+) -> RunResult:
+    if target not in scenario.targets:
+        raise RunError(
+            f"scenario {scenario.name} does not apply to target {target!r} "
+            f"(targets: {', '.join(scenario.targets)})"
+        )
+    seed = scenario.seed if seed is None else seed
+    workload_spec = scenario.workload
+    if records is not None:
+        workload_spec = workload_spec.model_copy(update={"records": records})
+    run_id = new_run_id(scenario.name, target)
+    run_dir = RunDir.for_run(run_id, runs_root).create()
+    bootstrap = bootstrap_of(target, config)
+    topic = f"eos-{run_id}"
+    partitions = scenario.topic.partitions
+    info = RunInfo(
+        run_id=run_id,
+        scenario=scenario.name,
+        target=target,  # type: ignore[arg-type]
+        bootstrap=bootstrap,
+        topic=topic,
+        partitions=partitions,
+        seed=seed,
+        started_ms=now_ms(),
+        producer_config=scenario.producer_config,
+        expected=scenario.expected.for_target(target),
+    )
+    run_dir.write_info(info)
+    create_topic(bootstrap, topic, partitions, REPLICATION[target])
+
+    workload = Workload(
+        workload_spec,
+        run_dir=run_dir,
+        run_id=run_id,
+        bootstrap=bootstrap,
+        topic=topic,
+        partitions=partitions,
+        seed=seed,
+        producer_config=scenario.producer_config,
+    )
+    nemesis = Nemesis(
+        run_dir=run_dir,
+        target=target,  # type: ignore[arg-type]
+        runtime=runtime,
+        bootstrap=bootstrap,
+        topic=topic,
+        proxy=ProxyControl(config.proxy_control_url),
+        refbroker=RefbrokerControl(config.refbroker_control_url) if config.with_refbroker else None,
+        workload=workload,
+    )
+    timeline = TimelineRunner(
+        resolve(scenario.nemesis, target, seed),  # type: ignore[arg-type]
+        nemesis,
+        acked=lambda: workload.acked,
+        workload_done=lambda: workload.finished,
+    )
+    problems: list[str] = []
+    deadline = time.monotonic() + scenario.timeout_s
+    try:
+        workload.start()
+        timeline.start()
+        total = workload_spec.records
+        _wait(
+            lambda: workload.finished and not timeline.is_alive(),
+            deadline,
+            workload,
+            total,
+            show_progress,
+        )
+        if not workload.finished or timeline.is_alive():
+            problems.append(f"the run did not finish within timeout_s={scenario.timeout_s}")
+    finally:
+        timeline.stop()
+        timeline.join(timeout=60)
+        workload.stop()
+        problems += nemesis.errors
+        problems += nemesis.heal()
+        if timeline.error is not None:
+            problems.append(f"nemesis timeline: {timeline.error}")
+        problems += workload.failures()
+        info = info.model_copy(update={"ended_ms": now_ms(), "sessions": workload.sessions})
+        run_dir.write_info(info)
+    return RunResult(run_dir, info, problems)
+
+
+def _wait(
+    done: Callable[[], bool],
+    deadline: float,
+    workload: Workload,
+    total: int | None,
+    show_progress: bool | None,
+) -> None:
+    """Poll until done or the deadline, with a progress bar when a person is watching."""
+    if show_progress is None:
+        show_progress = sys.stderr.isatty()
+    if not show_progress:
+        while not done() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return
+    columns = (
+        TextColumn("records"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} settled, {task.fields[acked]} acked"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("records", total=total, acked=0)
+        while not done() and time.monotonic() < deadline:
+            progress.update(task, completed=workload.settled, acked=workload.acked)
+            time.sleep(0.1)

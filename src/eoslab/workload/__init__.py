@@ -1,0 +1,1 @@
+"""The workload: producer processes sending a deterministic stream, and the history ledger."""

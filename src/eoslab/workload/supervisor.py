@@ -1,0 +1,223 @@
+"""The workload as a whole: P producer processes, their sessions, crashes and restarts.
+
+Each producer index runs one session at a time, a `python -m eoslab.workload.producer`
+process. A crash is a real kill -9; the killed session's in-flight records are then settled
+as indeterminate, and a restart starts a new session (a new session id, a new PID from the
+broker) that sends what is left of the producer's share.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from eoslab.rundir import RunDir, SessionInfo, now_ms
+from eoslab.workload.ledger import read_journal, settle_killed_session
+from eoslab.workload.producer import SessionSpec
+from eoslab.workload.spec import WorkloadSpec
+
+STOP_GRACE_S = 10.0
+
+
+class WorkloadError(RuntimeError):
+    """The workload cannot do what was asked (e.g. crash a producer that is not running)."""
+
+
+@dataclass
+class _Session:
+    info: SessionInfo
+    process: subprocess.Popen[bytes]
+    progress: dict[str, Any] = field(default_factory=dict)
+    reader: threading.Thread | None = None
+    killed: bool = False
+
+
+class Workload:
+    def __init__(
+        self,
+        spec: WorkloadSpec,
+        *,
+        run_dir: RunDir,
+        run_id: str,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        seed: int,
+        producer_config: dict[str, str | int | float | bool],
+    ) -> None:
+        self.spec = spec
+        self.run_dir = run_dir
+        self.run_id = run_id
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.partitions = partitions
+        self.seed = seed
+        self.producer_config = producer_config
+        self._sessions: dict[int, list[_Session]] = {p: [] for p in range(spec.producers)}
+        self._lock = threading.Lock()
+        self._started_at: float | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        self._started_at = time.monotonic()
+        for producer in range(self.spec.producers):
+            self._launch(producer)
+
+    def crash(self, producer: int) -> SessionInfo:
+        """kill -9 the producer's running session; settle its in-flight records."""
+        session = self._current(producer)
+        if session is None or session.process.poll() is not None:
+            raise WorkloadError(f"producer {producer} has no running session to crash")
+        session.killed = True
+        session.process.kill()
+        session.process.wait(timeout=STOP_GRACE_S)
+        if session.reader is not None:
+            session.reader.join(timeout=STOP_GRACE_S)
+        settle_killed_session(self.run_dir, self.run_id, session.info.session_id, producer)
+        return session.info
+
+    def restart(self, producer: int) -> SessionInfo:
+        """A new session for what is left of the producer's share (nothing if all was sent)."""
+        current = self._current(producer)
+        if current is not None and current.process.poll() is None:
+            raise WorkloadError(f"producer {producer} is still running")
+        return self._launch(producer).info
+
+    def stop(self) -> None:
+        """SIGTERM every running session (they finish cleanly), SIGKILL after a grace."""
+        running = [s for s in self._all() if s.process.poll() is None]
+        for session in running:
+            session.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for session in running:
+            try:
+                session.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                session.process.kill()
+                session.process.wait()
+        for session in running:
+            if session.reader is not None:
+                session.reader.join(timeout=STOP_GRACE_S)
+
+    def wait(self, timeout_s: float, poll_s: float = 0.1) -> bool:
+        """Until every session has exited (True) or the timeout (False)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.finished:
+                return True
+            time.sleep(poll_s)
+        return self.finished
+
+    # ---------------------------------------------------------------- views
+    @property
+    def finished(self) -> bool:
+        return all(s.process.poll() is not None and not _reading(s) for s in self._all())
+
+    @property
+    def acked(self) -> int:
+        return sum(int(s.progress.get("ack", 0)) for s in self._all())
+
+    @property
+    def settled(self) -> int:
+        """Records with a final outcome so far (ack, fail, indeterminate, unsent)."""
+        outcomes = ("ack", "fail", "indeterminate", "unsent")
+        return sum(int(s.progress.get(o, 0)) for s in self._all() for o in outcomes)
+
+    @property
+    def sessions(self) -> list[SessionInfo]:
+        return sorted((s.info for s in self._all()), key=lambda i: (i.started_ms, i.producer))
+
+    def failures(self) -> list[str]:
+        """Sessions that exited abnormally without being crashed on purpose."""
+        return [
+            f"producer {s.info.producer} session {s.info.session_id} exited {s.process.returncode}"
+            for s in self._all()
+            if s.process.returncode not in (None, 0) and not s.killed
+        ]
+
+    # ---------------------------------------------------------------- internals
+    def _all(self) -> list[_Session]:
+        with self._lock:
+            return [s for sessions in self._sessions.values() for s in sessions]
+
+    def _current(self, producer: int) -> _Session | None:
+        if producer not in self._sessions:
+            raise WorkloadError(f"no producer {producer} (producers: 0..{self.spec.producers - 1})")
+        with self._lock:
+            sessions = self._sessions[producer]
+            return sessions[-1] if sessions else None
+
+    def _remaining(self, producer: int) -> tuple[int | None, float | None]:
+        with self._lock:
+            earlier = list(self._sessions[producer])
+        sent = sum(len(read_journal(self.run_dir.journal_file(s.info.session_id))) for s in earlier)
+        share = self.spec.records_of(producer)
+        records = None if share is None else max(0, share - sent)
+        duration = self.spec.duration_s
+        if duration is not None and self._started_at is not None:
+            duration = max(0.001, duration - (time.monotonic() - self._started_at))
+        return records, duration
+
+    def _launch(self, producer: int) -> _Session:
+        records, duration = self._remaining(producer)
+        session_id = uuid.uuid4().hex
+        with self._lock:
+            session_index = len(self._sessions[producer])
+        spec = SessionSpec(
+            run_dir=self.run_dir.path,
+            run_id=self.run_id,
+            session_id=session_id,
+            producer=producer,
+            session_index=session_index,
+            bootstrap=self.bootstrap,
+            topic=self.topic,
+            partitions=self.partitions,
+            config=self.producer_config,
+            records=records,
+            duration_s=duration,
+            rate=self.spec.rate_per_producer,
+            value_size=self.spec.value_size,
+            keys=self.spec.keys,
+            seed=self.seed,
+            flush_timeout_s=self.spec.flush_timeout_s,
+        )
+        log = self.run_dir.journal_dir / f"{session_id}.log"
+        with log.open("wb") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "eoslab.workload.producer", spec.model_dump_json()],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                stdin=subprocess.DEVNULL,
+            )
+        session = _Session(
+            SessionInfo(session_id=session_id, producer=producer, started_ms=now_ms()), process
+        )
+        session.reader = threading.Thread(
+            target=self._read_progress, args=(session,), name=f"progress-{producer}", daemon=True
+        )
+        with self._lock:
+            self._sessions[producer].append(session)
+        session.reader.start()
+        return session
+
+    @staticmethod
+    def _read_progress(session: _Session) -> None:
+        assert session.process.stdout is not None
+        for line in session.process.stdout:
+            try:
+                session.progress = json.loads(line)
+            except ValueError:
+                continue
+        session.process.wait()
+        session.info.ended_ms = now_ms()
+
+
+def _reading(session: _Session) -> bool:
+    return session.reader is not None and session.reader.is_alive()

@@ -1,0 +1,94 @@
+"""`eoslab run` end to end on the real lab: run directories the checker can rely on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+
+from eoslab.chaos.control_client import ProxyControl
+from eoslab.rundir import RunDir
+from eoslab.runtime.local import LocalRuntime
+from eoslab.scenarios.catalogue import find_scenario
+from eoslab.scenarios.executor import RunResult, execute
+
+pytestmark = pytest.mark.lab
+
+
+def run(lab: LocalRuntime, tmp_path: Path, name: str, target: str, records: int) -> RunResult:
+    result = execute(
+        find_scenario(name),
+        target,
+        runtime=lab,
+        config=lab.config,
+        runs_root=tmp_path,
+        records=records,
+        show_progress=False,
+    )
+    assert result.problems == []
+    return result
+
+
+def history(run_dir: RunDir) -> list[dict[str, Any]]:
+    return ds.dataset(run_dir.history_dir).to_table().to_pylist()
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("target", ["kafka", "refbroker"])
+def test_baseline_acks_every_record(lab: LocalRuntime, tmp_path: Path, target: str) -> None:
+    result = run(lab, tmp_path, "baseline", target, records=1500)
+    info = result.run_dir.read_info()
+    assert info.target == target
+    assert info.topic == f"eos-{info.run_id}"
+    assert info.expected["duplicate"] == "0"
+    assert len(info.sessions) == 2
+    assert all(s.ended_ms is not None for s in info.sessions)
+    rows = history(result.run_dir)
+    assert len(rows) == 1500
+    assert {row["outcome"] for row in rows} == {"ack"}
+    assert all(row["offset"] is not None and row["run_id"] == info.run_id for row in rows)
+    assert len({(r["session_id"], r["partition"], r["seq"]) for r in rows}) == 1500
+    samples = lines(result.run_dir.stats_jsonl)
+    assert {s["session_id"] for s in samples} == {s.session_id for s in info.sessions}
+
+
+def test_lost_acks_make_librdkafka_retry_and_still_ack_everything(
+    lab: LocalRuntime, tmp_path: Path
+) -> None:
+    result = run(lab, tmp_path, "lost-acks", "kafka", records=2500)
+    rows = history(result.run_dir)
+    assert len(rows) == 2500
+    assert {row["outcome"] for row in rows} == {"ack"}
+    samples = lines(result.run_dir.stats_jsonl)
+    assert max(s["retries"] for s in samples) > 0
+    faults = lines(result.run_dir.faults_jsonl)
+    ended = [f for f in faults if f["kind"] == "proxy:drop_response" and f["phase"] == "end"]
+    assert len(ended) == 1
+    assert ended[0]["detail"]["injected"] == 3
+    fault_id = ended[0]["detail"]["id"]
+    dropped = [
+        e for e in ProxyControl(lab.config.proxy_control_url).log() if e["fault_id"] == fault_id
+    ]
+    assert len(dropped) == 3
+    assert {e["direction"] for e in dropped} == {"response"}
+    assert ProxyControl(lab.config.proxy_control_url).faults() == []
+
+
+def test_a_producer_restart_leaves_two_sessions(lab: LocalRuntime, tmp_path: Path) -> None:
+    result = run(lab, tmp_path, "producer-restart", "refbroker", records=2000)
+    info = result.run_dir.read_info()
+    assert len(info.sessions) == 2
+    assert {s.producer for s in info.sessions} == {0}
+    rows = history(result.run_dir)
+    assert {row["session_id"] for row in rows} == {s.session_id for s in info.sessions}
+    assert len(rows) == 2000
+    assert {row["outcome"] for row in rows} <= {"ack", "indeterminate"}
+    crash = [f for f in lines(result.run_dir.faults_jsonl) if f["kind"] == "producer-crash"]
+    assert crash[0]["detail"]["session_id"] == info.sessions[0].session_id
+    assert crash[-1]["detail"]["restarted"] == info.sessions[1].session_id

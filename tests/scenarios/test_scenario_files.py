@@ -1,0 +1,182 @@
+"""Scenario files: the whole catalogue loads; a bad file is refused naming file, field, reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
+from eoslab.scenarios.command import app
+from eoslab.scenarios.schema import ANOMALIES
+
+CATALOGUE = [
+    "baseline",
+    "lost-acks",
+    "lost-request",
+    "inflight-6",
+    "seq-jump",
+    "producer-restart",
+    "unknown-producer-id",
+    "leader-kill",
+    "leader-pause",
+    "leader-partition",
+    "rolling-restart",
+    "no-idempotence",
+    "acks-1",
+    "librdkafka-4953",
+    "message-timeout",
+]
+
+
+def test_the_catalogue_has_every_scenario_of_the_architecture() -> None:
+    assert sorted(catalogue()) == sorted(CATALOGUE)
+
+
+@pytest.mark.parametrize("name", CATALOGUE)
+def test_every_catalogue_file_loads_and_is_small(name: str) -> None:
+    scenario = find_scenario(name)
+    assert scenario.name == name
+    assert scenario.workload.records is not None
+    assert scenario.workload.records <= 5000
+    for target in scenario.targets:
+        expected = scenario.expected.for_target(target)
+        assert set(ANOMALIES) <= expected.keys()
+
+
+def test_negative_controls_expect_anomalies() -> None:
+    assert find_scenario("no-idempotence").expected.for_target("kafka")["duplicate"] == ">0"
+    assert find_scenario("inflight-6").expected.for_target("refbroker")["duplicate"] == ">0"
+    assert find_scenario("acks-1").producer_config["acks"] == 1
+
+
+VALID: dict[str, Any] = {
+    "name": "broken",
+    "description": "a test scenario",
+    "targets": ["kafka"],
+    "workload": {"records": 100},
+    "nemesis": [{"kind": "kill", "at": 1, "target": "leader", "duration": 2}],
+}
+
+
+def write(tmp_path: Path, **changes: Any) -> Path:
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(VALID | changes))
+    return path
+
+
+def refusal(path: Path) -> str:
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario(path)
+    return str(refused.value)
+
+
+def test_a_valid_file_loads(tmp_path: Path) -> None:
+    assert load_scenario(write(tmp_path)).nemesis[0].kind == "kill"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "reason"),
+    [
+        (
+            {"nemesis": [{"kind": "explode", "at": 1}]},
+            "nemesis.0.kind",
+            "unknown step kind 'explode'",
+        ),
+        (
+            {"nemesis": [{"kind": "proxy", "at": 1, "fault": {"kind": "teleport"}}]},
+            "nemesis.0.fault",
+            "unknown fault kind 'teleport'",
+        ),
+        ({"nemesis": [{"kind": "kill", "at": -1}]}, "nemesis.0.at", "greater than or equal to 0"),
+        (
+            {"nemesis": [{"kind": "pause", "at": 5, "until": 3}]},
+            "nemesis.0",
+            "ends (3.0) before it starts (5.0)",
+        ),
+        (
+            {"nemesis": [{"kind": "pause", "at": 5}]},
+            "nemesis.0",
+            "a pause needs a duration",
+        ),
+        (
+            {"nemesis": [{"kind": "kill", "at": 1, "after_acked": 10}]},
+            "nemesis.0",
+            "either at or after_acked",
+        ),
+        ({"targets": ["kafka", "mongodb"]}, "targets.1", "'kafka' or 'refbroker'"),
+        (
+            {"nemesis": [{"kind": "kill", "at": 1, "target": "kafka-9"}]},
+            "nemesis.0.target",
+            "'leader'",
+        ),
+        (
+            {"producer": {"linger.mss": 5}},
+            "producer",
+            'No such configuration property: "linger.mss"',
+        ),
+        ({"producer": {"acks": "most"}}, "producer", "Invalid value"),
+        ({"producer": {"bootstrap.servers": "x:1"}}, "producer", "set by the run"),
+        (
+            {"expected": {"anomalies": {"duplicate": "lots"}}},
+            "expected.anomalies.duplicate",
+            "'>0'",
+        ),
+        (
+            {"expected": {"anomalies": {"teleported": "0"}}},
+            "expected.anomalies.teleported",
+            "'lost'",
+        ),
+        (
+            {"expected": {"errors": {"NOT_AN_ERROR": ">0"}}},
+            "expected.errors",
+            "unknown Kafka error",
+        ),
+        ({"colour": "red"}, "colour", "Extra inputs are not permitted"),
+        (
+            {"nemesis": [{"kind": "producer-crash", "at": 1, "producer": 3}]},
+            "nemesis.0.producer",
+            "the workload has 1 producer",
+        ),
+        (
+            {"nemesis": [{"kind": "refbroker", "at": 1, "fault": {"kind": "crash-restart"}}]},
+            "nemesis.0",
+            "needs on: [refbroker]",
+        ),
+        ({"workload": {"records": None}}, "workload", "give a record count"),
+    ],
+)
+def test_a_bad_file_is_refused_with_file_field_and_reason(
+    tmp_path: Path, changes: dict[str, Any], field: str, reason: str
+) -> None:
+    message = refusal(write(tmp_path, **changes))
+    assert message.startswith(f"{tmp_path / 'broken.yaml'}: {field}")
+    assert reason in message
+
+
+def test_yaml_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "list.yaml"
+    path.write_text("- just\n- a list\n")
+    assert "a scenario is a mapping" in refusal(path)
+
+
+def test_an_unknown_catalogue_name_lists_the_known_ones() -> None:
+    with pytest.raises(ScenarioError, match="baseline"):
+        find_scenario("no-such-scenario")
+
+
+def test_the_commands_list_and_show_the_catalogue() -> None:
+    runner = CliRunner()
+    listed = runner.invoke(app, ["list"], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0
+    for name in CATALOGUE:
+        assert name in listed.output
+    shown = runner.invoke(app, ["show", "leader-kill", "--target", "kafka"])
+    assert shown.exit_code == 0
+    assert "name: leader-kill" in shown.output
+    assert "step 0: kill leader at 2.0 s for 6.0 s" in shown.output
+    missing = runner.invoke(app, ["show", "nope"])
+    assert missing.exit_code == 1

@@ -2,38 +2,33 @@
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Sequence
 
-from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
-from kio.schema.init_producer_id.v5 import InitProducerIdRequest
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
-
-from eoslab.probe.batches import read_batches, record_batch
+from eoslab.probe.batches import record_batch
 from eoslab.probe.client import KafkaProtocolClient
+from eoslab.probe.log_reader import read_partition
+from eoslab.probe.requests import (
+    TIMEOUT,
+    fetch_request,
+    init_producer_id_request,
+    produce_request,
+)
 
-TIMEOUT = datetime.timedelta(seconds=10)
+__all__ = [
+    "TIMEOUT",
+    "batch_of",
+    "errors_of",
+    "fetch_request",
+    "fetch_values",
+    "init_producer_id",
+    "logged_records",
+    "produce_request",
+]
 
 
 def init_producer_id(client: KafkaProtocolClient) -> tuple[int, int]:
-    response = client.request(
-        InitProducerIdRequest(transactional_id=None, transaction_timeout=TIMEOUT)
-    )
+    response = client.request(init_producer_id_request())
     return response.producer_id, response.producer_epoch
-
-
-def produce_request(topic: str, partition: int, records: bytes, acks: int = -1) -> ProduceRequest:
-    return ProduceRequest(
-        transactional_id=None,
-        acks=acks,
-        timeout=TIMEOUT,
-        topic_data=(
-            TopicProduceData(
-                name=topic, partition_data=(PartitionProduceData(index=partition, records=records),)
-            ),
-        ),
-    )
 
 
 def batch_of(
@@ -46,43 +41,17 @@ def batch_of(
     return record_batch(pid, epoch, first_seq, values)
 
 
-def fetch_request(topic: str, partition: int, offset: int, max_wait_ms: int = 0) -> FetchRequest:
-    return FetchRequest(
-        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
-        min_bytes=1,
-        topics=(
-            FetchTopic(
-                topic=topic,
-                partitions=(
-                    FetchPartition(
-                        partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20
-                    ),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-    )
-
-
 def fetch_values(
     client: KafkaProtocolClient, topic: str, partition: int = 0, start: int = 0
-) -> list[bytes]:
-    """Every record value from `start` to the end, in offset order (bounded: 1000 fetches)."""
-    values: list[bytes] = []
-    offset = start
-    for _ in range(1000):
-        response = client.request(fetch_request(topic, partition, offset))
-        data = response.responses[0].partitions[0]
-        assert data.error_code is ErrorCode.none, data.error_code
-        batches = [
-            b for b in read_batches(data.records) if b.base_offset + b.last_offset_delta >= offset
-        ]
-        for batch in batches:
-            values.extend(r.value for r in batch.records if r.offset >= offset)
-            offset = batch.base_offset + batch.last_offset_delta + 1
-        if offset >= data.high_watermark:
-            return values
-    raise AssertionError("partition not read to its end in 1000 fetches")
+) -> list[bytes | None]:
+    """Every record value from `start` to the end, in offset order."""
+    return [record.value for record in read_partition(client, topic, partition, start)]
+
+
+def logged_records(client: KafkaProtocolClient, topic: str) -> list[tuple[str, int]]:
+    """A probe flow's records in offset order, as (batch tag, index in the batch)."""
+    messages = [record.message() for record in read_partition(client, topic)]
+    return [(message.key, message.key_seq) for message in messages]
 
 
 def errors_of(responses: Sequence[object]) -> list[str]:

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from kio.schema.api_versions.v3 import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12 import MetadataRequest
+from refbroker_process import HOST, RunningBroker
 
-from conftest import HOST, RunningBroker
 from eoslab.probe.client import encode_request
 
 TOPIC = "fuzz"

@@ -17,8 +17,7 @@ from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 from kio.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
 from kio.serial import entity_reader
-
-from conftest import HOST, RunningBroker, StartBroker
+from refbroker_process import HOST, RunningBroker, StartBroker
 
 NO_WAIT = datetime.timedelta(0)
 API_VERSIONS = ApiVersionsRequest(client_software_name="eoslab-tests", client_software_version="1")

@@ -1,151 +1,111 @@
-"""The seeds' sequence flows, replayed with crafted Produce requests (003_* figs. 2-5, 000_*, 002_*)."""
+"""The seeds' sequence flows (003_* figs. 2-5, 000_*, 002_*) on the reference broker alone, as
+the probe plays them (eoslab.probe.flows), checked against the broker's own counters too."""
 
 from __future__ import annotations
 
-from crafted import batch_of, errors_of, fetch_values, init_producer_id, produce_request
+from crafted import batch_of, errors_of, init_producer_id, logged_records, produce_request
 from real_clients import assert_exactly_once_in_order, consume_all, produce
+from refbroker_process import HOST, RunningBroker, StartBroker
 
-from conftest import RunningBroker, StartBroker
-from eoslab.probe.client import KafkaProtocolClient
+from eoslab.probe.flows import FIG2, FIG3, FIG4, FIG5, KIP360, SEQ_JUMP, Flow
+from eoslab.probe.runner import FlowRun, run_flow
+from eoslab.probe.targets import refbroker_target
 
-# The figures' batches: tag -> (first sequence, last sequence)
-A, B, C, D, E, F = (114, 120), (121, 124), (125, 132), (133, 142), (143, 150), (151, 155)
-FIGURE = {"A": A, "B": B, "C": C, "D": D, "E": E, "F": F}
-
-
-def send_batches(
-    client: KafkaProtocolClient, topic: str, pid: int, epoch: int, tags: str
-) -> list[int]:
-    """Pipeline one Produce request per tagged batch (all in flight at once)."""
-    return [
-        client.send(produce_request(topic, 0, batch_of(pid, epoch, *FIGURE[tag], tag)))
-        for tag in tags
-    ]
+OOOSN = "OUT_OF_ORDER_SEQUENCE_NUMBER"
 
 
-def figure_values(tags: str) -> list[bytes]:
-    values = []
-    for tag in tags:
-        first, last = FIGURE[tag]
-        values += [f"{tag}/{seq}".encode() for seq in range(first, last + 1)]
-    return values
+def play(broker: RunningBroker, flow: Flow, topic: str) -> FlowRun:
+    broker.create_topic(topic, 1)
+    target = refbroker_target(broker.bootstrap, f"http://{HOST}:{broker.control_port}")
+    return run_flow(flow, target, topic)
+
+
+def answers(run: FlowRun) -> list[tuple[str | None, int | None]]:
+    """(error, base offset) of every Produce answer."""
+    return [(e.error, e.base_offset) for e in run.produced()]
+
+
+def once_each(run: FlowRun, tags: str) -> list[tuple[str, int]]:
+    return [(tag, index) for tag in tags for index in range(run.flow.group(tag).count)]
 
 
 def test_fig2_five_batches_in_two_flights_are_appended_in_order(refbroker: RunningBroker) -> None:
-    refbroker.create_topic("fig2", 1)
+    run = play(refbroker, FIG2, "fig2")
+    assert answers(run) == [("NONE", 0), ("NONE", 7), ("NONE", 11), ("NONE", 19), ("NONE", 29)]
     with refbroker.client() as client:
-        pid, epoch = init_producer_id(client)
-        send_batches(client, "fig2", pid, epoch, "ABC")
-        first_flight = [client.receive() for _ in range(3)]
-        send_batches(client, "fig2", pid, epoch, "DE")
-        second_flight = [client.receive() for _ in range(2)]
-        responses = first_flight + second_flight
-
-        assert errors_of(responses) == ["NONE"] * 5
-        base_offsets = [r.responses[0].partition_responses[0].base_offset for r in responses]
-        assert base_offsets == [0, 7, 11, 19, 29]
-        assert fetch_values(client, "fig2") == figure_values("ABCDE")
+        assert logged_records(client, "fig2") == once_each(run, "ABCDE")
 
 
 def test_fig3_lost_acks_resent_batches_get_their_original_offsets(refbroker: RunningBroker) -> None:
-    refbroker.create_topic("fig3", 1)
+    run = play(refbroker, FIG3, "fig3")
+    assert [e.ack_lost for e in run.produced()] == [False] * 3 + [True] * 2 + [False] * 2
+    assert answers(run)[-2:] == [("NONE", 19), ("NONE", 29)]
     with refbroker.client() as client:
-        pid, epoch = init_producer_id(client)
-        send_batches(client, "fig3", pid, epoch, "ABC")
-        assert errors_of([client.receive() for _ in range(3)]) == ["NONE"] * 3
-        refbroker.fault(kind="drop-responses", api="produce", count=2, close_connection=False)
-        lost = send_batches(client, "fig3", pid, epoch, "DE")
-        assert client.unanswered() == lost
-
-    with refbroker.client() as retry:  # the producer gave up on the connection and resends
-        send_batches(retry, "fig3", pid, epoch, "DE")
-        responses = [retry.receive() for _ in range(2)]
-
-        assert errors_of(responses) == ["NONE", "NONE"]
-        assert [r.responses[0].partition_responses[0].base_offset for r in responses] == [19, 29]
-        assert fetch_values(retry, "fig3") == figure_values("ABCDE")
+        assert logged_records(client, "fig3") == once_each(run, "ABCDE")
     produce_counts = refbroker.counters()["produce"]
     assert produce_counts["appended"] == 5
     assert produce_counts["deduplicated"] == 2
 
 
-def test_fig4_a_lost_batch_makes_the_following_ones_out_of_order(refbroker: RunningBroker) -> None:
-    refbroker.create_topic("fig4", 1)
+def test_the_drop_responses_fault_swallows_acks_without_closing(refbroker: RunningBroker) -> None:
+    """The broker-side lost ack (the probe's flows read and ignore theirs instead)."""
+    refbroker.create_topic("dropped", 1)
     with refbroker.client() as client:
         pid, epoch = init_producer_id(client)
-        send_batches(client, "fig4", pid, epoch, "ABDE")  # C never reached the broker
-        assert errors_of([client.receive() for _ in range(4)]) == [
-            "NONE",
-            "NONE",
-            "OUT_OF_ORDER_SEQUENCE_NUMBER",
-            "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        refbroker.fault(kind="drop-responses", api="produce", count=2, close_connection=False)
+        lost = [
+            client.send(produce_request("dropped", 0, batch_of(pid, epoch, seq, seq, "v")))
+            for seq in (0, 1)
         ]
-        # The producer bumps its epoch and resends C, D, E from sequence 0.
-        bumped = {"C": (0, 7), "D": (8, 17), "E": (18, 25)}
-        for tag in "CDE":
-            batch = batch_of(pid, epoch + 1, *bumped[tag], tag, first_value=FIGURE[tag][0])
-            client.send(produce_request("fig4", 0, batch))
-        assert errors_of([client.receive() for _ in range(3)]) == ["NONE"] * 3
+        assert client.unanswered() == lost
+        answered = client.request(produce_request("dropped", 0, batch_of(pid, epoch, 2, 2, "v")))
+        assert errors_of([answered]) == ["NONE"]
+        assert answered.responses[0].partition_responses[0].base_offset == 2
 
-        assert fetch_values(client, "fig4") == figure_values("ABCDE")  # complete, in order, once
+
+def test_fig4_a_lost_batch_makes_the_following_ones_out_of_order(refbroker: RunningBroker) -> None:
+    run = play(refbroker, FIG4, "fig4")
+    assert [error for error, _ in answers(run)] == ["NONE", "NONE", OOOSN, OOOSN] + ["NONE"] * 3
+    with refbroker.client() as client:  # complete, in order, once
+        assert logged_records(client, "fig4") == once_each(run, "ABCDE")
 
 
 def test_fig5_six_in_flight_first_ack_lost_duplicates_after_the_epoch_bump(
     refbroker: RunningBroker,
 ) -> None:
-    refbroker.create_topic("fig5", 1)
-    with refbroker.client() as client:
-        pid, epoch = init_producer_id(client)
-        refbroker.fault(kind="drop-responses", api="produce", count=1, close_connection=False)
-        send_batches(client, "fig5", pid, epoch, "ABCDEF")
-        assert errors_of([client.receive() for _ in range(5)]) == ["NONE"] * 5  # B..F
-
-        retry = client.request(produce_request("fig5", 0, batch_of(pid, epoch, *A, "A")))
-        assert errors_of([retry]) == ["OUT_OF_ORDER_SEQUENCE_NUMBER"]  # A left the 5-batch cache
-
-        bumped_a = batch_of(pid, epoch + 1, 0, 6, "A", first_value=A[0])
-        assert errors_of([client.request(produce_request("fig5", 0, bumped_a))]) == ["NONE"]
-
-        values = fetch_values(client, "fig5")
-        assert values == figure_values("ABCDEF") + figure_values("A")  # A twice: the duplicate
+    run = play(refbroker, FIG5, "fig5")
+    assert [error for error, _ in answers(run)] == ["NONE"] * 6 + [OOOSN, "NONE"]
+    with refbroker.client() as client:  # A twice: the duplicate
+        assert logged_records(client, "fig5") == once_each(run, "ABCDEF") + once_each(run, "A")
 
 
 def test_000_sequence_jump_is_out_of_order_and_leaves_the_log_untouched(
     refbroker: RunningBroker,
 ) -> None:
-    refbroker.create_topic("seq-jump", 1)
+    run = play(refbroker, SEQ_JUMP, "seq-jump")
+    assert [error for error, _ in answers(run)] == ["NONE", "NONE", OOOSN, "NONE"]
     with refbroker.client() as client:
-        pid, epoch = init_producer_id(client)
-        first = client.request(produce_request("seq-jump", 0, batch_of(pid, epoch, 0, 0, "v")))
-        jump = client.request(produce_request("seq-jump", 0, batch_of(pid, epoch, 111, 111, "v")))
-        right = client.request(produce_request("seq-jump", 0, batch_of(pid, epoch, 1, 1, "v")))
-
-        assert errors_of([first, jump, right]) == ["NONE", "OUT_OF_ORDER_SEQUENCE_NUMBER", "NONE"]
-        assert fetch_values(client, "seq-jump") == [b"v/0", b"v/1"]
-    assert refbroker.counters()["produce"]["rejected"] == {"OUT_OF_ORDER_SEQUENCE_NUMBER": 1}
+        assert logged_records(client, "seq-jump") == [("a", 0), ("b", 0), ("c", 0)]
+    assert refbroker.counters()["produce"]["rejected"] == {OOOSN: 1}
 
 
-def expire_then_continue(broker: RunningBroker, topic: str) -> str:
+def expire_then_continue(broker: RunningBroker) -> str:
     """Sequences 0, 1 accepted; the producer state expired; then sequence 2: the verdict."""
-    broker.create_topic(topic, 1)
-    with broker.client() as client:
-        pid, epoch = init_producer_id(client)
-        for seq in (0, 1):
-            ok = client.request(produce_request(topic, 0, batch_of(pid, epoch, seq, seq, "v")))
-            assert errors_of([ok]) == ["NONE"]
-        assert broker.fault(kind="expire-producers", producer_id=pid)["removed"] == 1
-        after = client.request(produce_request(topic, 0, batch_of(pid, epoch, 2, 2, "v")))
-        return errors_of([after])[0]
+    run = play(broker, KIP360, "kip360")
+    (removal,) = [e for e in run.exchanges if e.api == "control:expire-producers"]
+    assert removal.detail == {"removed": 1}
+    first, second, after = answers(run)
+    assert [first[0], second[0]] == ["NONE", "NONE"]
+    assert after[0] is not None
+    return after[0]
 
 
 def test_002_unknown_producer_id_under_kafka_2_0_rules(start_refbroker: StartBroker) -> None:
-    assert expire_then_continue(start_refbroker("--rules", "kafka-2.0"), "kip360") == (
-        "UNKNOWN_PRODUCER_ID"
-    )
+    assert expire_then_continue(start_refbroker("--rules", "kafka-2.0")) == "UNKNOWN_PRODUCER_ID"
 
 
 def test_002_kafka_3_9_accepts_the_same_batch(refbroker: RunningBroker) -> None:
-    assert expire_then_continue(refbroker, "kip360") == "NONE"
+    assert expire_then_continue(refbroker) == "NONE"
 
 
 def test_002_librdkafka_recovers_from_unknown_producer_id(start_refbroker: StartBroker) -> None:

@@ -37,8 +37,8 @@ from kio.schema.metadata.v1 import MetadataRequest as MetadataRequestV1
 from kio.schema.metadata.v12 import MetadataRequest
 from kio.schema.metadata.v12.request import MetadataRequestTopic
 from kio.schema.produce.v3.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from refbroker_process import RunningBroker, StartBroker
 
-from conftest import RunningBroker, StartBroker
 from eoslab.probe.batches import read_batches
 
 

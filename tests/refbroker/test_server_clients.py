@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from real_clients import DeliveryLog, assert_exactly_once_in_order, consume_all, produce
-
-from conftest import RunningBroker, StartBroker
+from refbroker_process import RunningBroker, StartBroker
 
 PARTITIONS = 3
 

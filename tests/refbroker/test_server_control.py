@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from crafted import batch_of, errors_of, fetch_values, init_producer_id, produce_request
+from refbroker_process import RunningBroker
 
-from conftest import RunningBroker
 from eoslab.probe.client import KafkaProtocolClient
 
 

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from eoslab.orchestration.airflow_home import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.paths import kafka_lib
 from eoslab.runtime import configs, health, processes
 from eoslab.runtime.processes import ProcessRecord
@@ -22,6 +23,8 @@ from eoslab.runtime.topology import HOST, Kind, LabConfig, Service
 from eoslab.runtime.zookeeper import registered_brokers
 
 JVM_COMMON = ["-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
+LOG_SERVERS = {"scheduler", "triggerer"}
+"""Airflow components that would open a log server on every interface unless told not to."""
 
 
 class LocalRuntime:
@@ -78,6 +81,9 @@ class LocalRuntime:
             return self._java(
                 service, "kafka.Kafka", self.config.broker_heap, root / "server.properties"
             )
+        if service.kind is Kind.AIRFLOW:
+            no_log_server = ["--skip-serve-logs"] if service.component in LOG_SERVERS else []
+            return [str(venv_bin() / "airflow"), str(service.component), *no_log_server]
         if service.kind is Kind.PROXY:
             routes = [
                 f"--route={name}={HOST}:{listen}={HOST}:{upstream}"
@@ -88,7 +94,7 @@ class LocalRuntime:
                 "eoslab.chaos.proxy",
                 *routes,
                 f"--control={HOST}:{service.ports['control']}",
-                f"--fault-log={root / 'faults.jsonl'}",
+                f"--fault-log={self.fault_log_path()}",
             ]
         return [
             *lab_python,
@@ -120,7 +126,22 @@ class LocalRuntime:
             str(conf),
         ]
 
+    def airflow(self) -> AirflowHome:
+        """The lab's Airflow home (prepared by `up` when the lab has Airflow)."""
+        return AirflowHome(
+            home=self.config.airflow_home,
+            api_port=self.config.port(8080),
+            lab_dir=self.config.state_dir,
+            port_offset=self.config.port_offset,
+        )
+
     def _write_config(self, service: Service) -> None:
+        if service.kind is Kind.AIRFLOW:
+            try:
+                self.airflow().prepare()
+            except AirflowSetupError as error:
+                raise LabError(str(error)) from error
+            return
         root = self.config.state_dir / service.name
         (root / "data").mkdir(parents=True, exist_ok=True)
         if service.kind is Kind.ZOOKEEPER:
@@ -130,17 +151,22 @@ class LocalRuntime:
         elif service.kind is Kind.KAFKA:
             (root / "server.properties").write_text(configs.kafka_properties(self.config, service))
 
+    def fault_log_path(self) -> Path:
+        """Where the chaos proxy logs every fault it injects."""
+        return self.config.state_dir / "proxy" / "faults.jsonl"
+
     def log_path(self, name: str) -> Path:
         return self.config.state_dir / "logs" / f"{name}.log"
 
     def _start(self, service: Service) -> ProcessRecord:
         self._write_config(service)
+        airflow_env = self.airflow().environment() if service.kind is Kind.AIRFLOW else {}
         return processes.spawn(
             service.name,
             self.argv(service),
             self.log_path(service.name),
             self.config.state_dir,
-            env={"PYTHONUNBUFFERED": "1"},
+            env={"PYTHONUNBUFFERED": "1", **airflow_env},
         )
 
     # ---------------------------------------------------------------- up / down

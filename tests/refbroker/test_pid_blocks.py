@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import time
+import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,65 +20,27 @@ from eoslab.refbroker.pid_blocks import (
     ZooKeeperBlockStore,
     producer_id_manager,
 )
+from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import LabConfig
 
-KAFKA_LIB = Path("/work/main/services/kafka/lib")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(condition, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
-def accepts_connections(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"srvr")
-            return b"Zookeeper version" in s.recv(1024)
-    except OSError:
-        return False
+# A ZooKeeper of these tests' own (no broker), beside the session lab.
+ZOOKEEPER_PORT_OFFSET = int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000")) + 4200
 
 
 @pytest.fixture(scope="module")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    wait_for((KAFKA_LIB / ".fetched").exists, 900, "the Kafka jars")
-    home = tmp_path_factory.mktemp("zk")
-    port = free_port()
-    properties = home / "zk.properties"
-    properties.write_text(
-        f"dataDir={home / 'data'}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
-        "admin.enableServer=false\n4lw.commands.whitelist=srvr\n"
+    config = LabConfig(
+        state_dir=tmp_path_factory.mktemp("zk"),
+        port_offset=ZOOKEEPER_PORT_OFFSET,
+        brokers=0,
+        with_refbroker=False,
     )
-    server = subprocess.Popen(
-        [
-            "java",
-            "-Xmx128m",
-            "-cp",
-            f"{KAFKA_LIB}/*",
-            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-            str(properties),
-        ],
-        stdout=(home / "zk.log").open("w"),
-        stderr=subprocess.STDOUT,
-    )
+    lab = LocalRuntime(config)
+    lab.up()
     try:
-        wait_for(lambda: accepts_connections(port) or server.poll() is not None, 60, "ZooKeeper")
-        assert server.poll() is None, (home / "zk.log").read_text()[-2000:]
-        yield f"127.0.0.1:{port}"
+        yield config.zookeeper_connect
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        lab.down()
 
 
 def test_file_store_hands_out_blocks_of_1000_from_the_base(tmp_path: Path) -> None:

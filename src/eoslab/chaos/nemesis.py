@@ -8,7 +8,6 @@ broke is remembered, so :meth:`Nemesis.heal` can undo it even when the run fails
 
 from __future__ import annotations
 
-import importlib
 import json
 import threading
 import time
@@ -32,6 +31,7 @@ from eoslab.chaos.timeline import (
     RunTarget,
     brokers_of,
 )
+from eoslab.probe import scenarios as probes
 from eoslab.rundir import RunDir, now_ms
 from eoslab.workload.supervisor import Workload
 
@@ -198,7 +198,12 @@ class Nemesis:
             case ProbeStep(probe=probe, partition=partition):
                 self.log("probe", f"partition-{partition}", "start", step=index, probe=probe)
                 outcome = run_probe(
-                    probe, bootstrap=self.bootstrap, topic=self.topic, partition=partition
+                    probe,
+                    bootstrap=self.bootstrap,
+                    topic=self.topic,
+                    partition=partition,
+                    run_dir=self.run_dir,
+                    run_id=self.run_dir.run_id,
                 )
                 self.log(
                     "probe",
@@ -325,15 +330,17 @@ class Nemesis:
         return self.refbroker
 
 
-def run_probe(probe: str, *, bootstrap: str, topic: str, partition: int) -> dict[str, Any]:
-    """Run a protocol-level probe from `eoslab.probe.scenarios` (engineer B's package)."""
-    try:
-        scenarios = importlib.import_module("eoslab.probe.scenarios")
-    except ModuleNotFoundError:
-        raise NemesisError(f"probe {probe!r}: eoslab.probe.scenarios is not available") from None
-    function = getattr(scenarios, probe.replace("-", "_"), None)
+PROBES = {"inflight-6": probes.inflight_6, "seq-jump": probes.seq_jump}
+"""The scenario files' probe names (timeline.ProbeName) -> eoslab.probe.scenarios."""
+
+
+def run_probe(
+    probe: str, *, bootstrap: str, topic: str, partition: int, run_dir: RunDir, run_id: str
+) -> dict[str, Any]:
+    """Run a protocol-level probe; it writes its own session's history rows into ``run_dir``."""
+    function = PROBES.get(probe)
     if function is None:
-        raise NemesisError(
-            f"probe {probe!r}: eoslab.probe.scenarios has no {probe.replace('-', '_')}"
-        )
-    return function(bootstrap=bootstrap, topic=topic, partition=partition)
+        raise NemesisError(f"unknown probe {probe!r}; known: {', '.join(PROBES)}")
+    return function(
+        bootstrap=bootstrap, topic=topic, partition=partition, run_dir=run_dir, run_id=run_id
+    )

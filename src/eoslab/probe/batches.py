@@ -24,10 +24,13 @@ def record_batch(
     base_sequence: int,
     values: Sequence[bytes],
     *,
+    keys: Sequence[bytes | None] | None = None,
     timestamp: datetime.datetime | None = None,
 ) -> bytes:
-    """One uncompressed batch of `values`, sequences base_sequence .. base_sequence+len-1."""
+    """One uncompressed batch of `values` (with `keys`, default none), sequences
+    base_sequence .. base_sequence+len-1."""
     at = TZAwareMicros.parse(timestamp or datetime.datetime.now(datetime.UTC))
+    record_keys = [None] * len(values) if keys is None else keys
     batch = NewRecordBatch(
         producer_id=i64(producer_id),
         producer_epoch=i16(producer_epoch),
@@ -38,11 +41,11 @@ def record_batch(
                 attributes=i8(0),
                 timestamp=at,
                 offset=i64(delta),
-                key=None,
+                key=key,
                 value=value,
                 headers=(),
             )
-            for delta, value in enumerate(values)
+            for delta, (key, value) in enumerate(zip(record_keys, values, strict=True))
         ),
     )
     buffer = io.BytesIO()

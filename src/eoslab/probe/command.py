@@ -1,0 +1,168 @@
+"""`eoslab probe list|run|diff`: the seed flows, crafted at the protocol level, on the lab."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from confluent_kafka import KafkaException
+from rich.console import Console
+from rich.table import Table
+
+from eoslab.chaos.nemesis import NemesisError
+from eoslab.probe.diff import FlowDiff
+from eoslab.probe.flows import FLOWS, Flow
+from eoslab.probe.runner import FlowRun, ProbeError
+from eoslab.probe.targets import TARGET_NAMES, diff_on_lab, run_on_lab
+from eoslab.runtime import LabError, get_runtime
+from eoslab.runtime.topology import LabConfig
+
+app = typer.Typer(help="Crafted Produce flows from the seeds, on Kafka and the reference broker.")
+console = Console()
+errors = Console(stderr=True)
+
+EXIT_DIFFERENT = 1
+EXIT_FAILED = 2
+
+FlowArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(FLOWS)}.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+RuntimeOption = Annotated[
+    str, typer.Option("--runtime", envvar="EOSLAB_RUNTIME", help="local or compose.")
+]
+
+
+def _flow(name: str) -> Flow:
+    if name not in FLOWS:
+        raise _fail(f"unknown flow {name!r}; choose one of: {', '.join(FLOWS)}")
+    return FLOWS[name]
+
+
+def _lab_config(runtime: str) -> LabConfig:
+    try:
+        return get_runtime(runtime).config
+    except LabError as error:
+        raise _fail(str(error)) from error
+
+
+def _fail(message: str) -> typer.Exit:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    return typer.Exit(code=EXIT_FAILED)
+
+
+PROBE_FAILURES = (ProbeError, NemesisError, KafkaException, OSError, TimeoutError)
+"""What a flow run on the lab can fail with: no leader, a refused InitProducerId, the control
+API, topic creation, a broken connection."""
+
+
+@app.command("list")
+def list_flows() -> None:
+    """The flows: name, seed, what happens."""
+    table = Table(title="probe flows")
+    for column in ("flow", "seed", "description"):
+        table.add_column(column)
+    for flow in FLOWS.values():
+        table.add_row(flow.name, flow.seed, flow.description)
+    console.print(table)
+
+
+@app.command()
+def run(
+    flow: FlowArgument,
+    target: Annotated[str, typer.Option(help=f"One of: {', '.join(TARGET_NAMES)}.")] = "kafka",
+    as_json: JsonOption = False,
+    runtime: RuntimeOption = "local",
+) -> None:
+    """Play a flow on a fresh topic of one target and print its transcript."""
+    chosen = _flow(flow)
+    if target not in TARGET_NAMES:
+        raise _fail(f"unknown target {target!r}; choose one of: {', '.join(TARGET_NAMES)}")
+    try:
+        played = run_on_lab(chosen, target, _lab_config(runtime))
+    except PROBE_FAILURES as error:
+        raise _fail(f"{flow} on {target}: {error}") from error
+    if as_json:
+        typer.echo(json.dumps(played.as_json(), indent=2))
+        return
+    console.print(transcript_table(played))
+
+
+@app.command()
+def diff(flow: FlowArgument, as_json: JsonOption = False, runtime: RuntimeOption = "local") -> None:
+    """Play a flow on both targets and print every difference in error codes and offsets;
+    exits 1 when a difference is not a known divergence."""
+    chosen = _flow(flow)
+    try:
+        result = diff_on_lab(chosen, _lab_config(runtime))
+    except PROBE_FAILURES as error:
+        raise _fail(f"{flow}: {error}") from error
+    if as_json:
+        typer.echo(json.dumps(result.as_json(), indent=2))
+    else:
+        print_diff(result)
+    if not result.conforms:
+        raise typer.Exit(code=EXIT_DIFFERENT)
+
+
+def transcript_table(played: FlowRun) -> Table:
+    table = Table(
+        title=f"{played.flow.name} on {played.target} ({played.topic}, leader {played.leader}, "
+        f"producer id {played.producer_id})"
+    )
+    columns = (
+        "step",
+        "api",
+        "batch",
+        "epoch",
+        "base seq",
+        "records",
+        "answer",
+        "base offset",
+        "ms",
+    )
+    for column in columns:
+        table.add_column(column)
+    for e in played.exchanges:
+        answer = e.error or "(no answer)"
+        if e.ack_lost:
+            answer += " (ack lost)"
+        if e.detail:
+            answer += " " + json.dumps(e.detail, separators=(",", ":"))
+        elapsed = "" if e.answered_ms is None else str(e.answered_ms - e.sent_ms)
+        table.add_row(
+            *(
+                "" if value is None else str(value)
+                for value in (e.step, e.api, e.tag, e.epoch, e.base_sequence, e.record_count)
+            ),
+            answer,
+            "" if e.base_offset is None else str(e.base_offset),
+            elapsed,
+        )
+    return table
+
+
+def print_diff(result: FlowDiff) -> None:
+    if result.identical:
+        console.print(f"{result.flow}: identical")
+        return
+    table = Table(title=f"{result.flow}: differences (offsets relative to the flow's first)")
+    for column in ("#", "step", "api", "batch", "what", "kafka", "refbroker", "known"):
+        table.add_column(column)
+    explanations = list(dict.fromkeys(d.known for d in result.differences if d.known))
+    for d in result.differences:
+        known = "[bold red]no[/]" if d.known is None else f"yes ({explanations.index(d.known) + 1})"
+        table.add_row(
+            str(d.index),
+            str(d.step),
+            d.api,
+            d.tag or "",
+            d.what,
+            str(d.kafka),
+            str(d.refbroker),
+            known,
+        )
+    console.print(table)
+    for number, explanation in enumerate(explanations, start=1):
+        console.print(f"({number}) {explanation}", highlight=False)
+    verdict = "only known divergences" if result.conforms else "UNEXPLAINED differences"
+    console.print(f"{result.flow}: {verdict}")

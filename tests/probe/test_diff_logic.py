@@ -1,0 +1,48 @@
+"""The diff's comparison and its known-divergence table, on hand-made transcripts (pure logic)."""
+
+from __future__ import annotations
+
+from eoslab.probe.diff import diff_runs
+from eoslab.probe.flows import KIP360
+from eoslab.probe.runner import FlowRun
+from eoslab.probe.transcript import Exchange
+
+
+def kip360_run(target: str, after_removal: str, tracked: bool) -> FlowRun:
+    """A hand-made kip-360 transcript (pure logic: no broker)."""
+    run = FlowRun(KIP360, target, "t", 0, "run", "session")
+    answers = [("a", "NONE", 0), ("b", "NONE", 1)]
+    for step, (tag, error, offset) in enumerate(answers):
+        run.exchanges.append(Exchange(step * 2, "Produce", 0, tag, error=error, base_offset=offset))
+    run.exchanges.append(
+        Exchange(5, "DescribeProducers", 0, error="NONE", detail={"tracked": tracked})
+    )
+    offset = 2 if after_removal == "NONE" else -1
+    run.exchanges.append(Exchange(6, "Produce", 0, "c", error=after_removal, base_offset=offset))
+    return run
+
+
+def test_the_kafka_2_0_answer_to_kip360_is_a_known_divergence() -> None:
+    result = diff_runs(
+        kip360_run("kafka", "NONE", tracked=True),
+        kip360_run("refbroker", "UNKNOWN_PRODUCER_ID", tracked=False),
+    )
+    assert [(d.tag, d.what) for d in result.differences] == [
+        (None, "tracked"),
+        ("c", "error"),
+        ("c", "offset"),
+    ]
+    assert all(d.known for d in result.differences)
+    assert result.conforms
+
+
+def test_the_same_answer_at_another_point_is_not_excused() -> None:
+    kafka = kip360_run("kafka", "NONE", tracked=True)
+    refbroker = kip360_run("refbroker", "NONE", tracked=True)
+    refbroker.exchanges[1].error = "UNKNOWN_PRODUCER_ID"  # on "b", before the removal
+    result = diff_runs(kafka, refbroker)
+    assert [(d.tag, d.what, d.kafka, d.refbroker, d.known) for d in result.differences] == [
+        ("b", "error", "NONE", "UNKNOWN_PRODUCER_ID", None),
+        ("b", "offset", 1, None, None),
+    ]
+    assert not result.conforms

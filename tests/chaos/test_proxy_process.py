@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eoslab.chaos.command import app
-from eoslab.chaos.control_client import ProxyControlError
+from eoslab.control_http import ControlError
 
 if TYPE_CHECKING:
     from conftest import LoneProxy
@@ -102,7 +102,7 @@ def test_faults_are_added_listed_and_removed(lone_proxy: LoneProxy) -> None:
 
 
 def test_invalid_specs_get_400_naming_the_field(lone_proxy: LoneProxy) -> None:
-    with pytest.raises(ProxyControlError) as refusal:
+    with pytest.raises(ControlError) as refusal:
         lone_proxy.control.add({"kind": "drop_request", "route": "kafka-7", "probability": 2})
 
     assert refusal.value.status == 400
@@ -125,7 +125,7 @@ def raw_http(lone_proxy: LoneProxy, request: bytes) -> bytes:
 
 
 def test_unknown_fault_ids_and_paths_get_404(lone_proxy: LoneProxy) -> None:
-    with pytest.raises(ProxyControlError) as unknown_fault:
+    with pytest.raises(ControlError) as unknown_fault:
         lone_proxy.control.remove("f999")
     unknown_path = raw_http(lone_proxy, b"GET /nothing HTTP/1.1\r\n\r\n")
 

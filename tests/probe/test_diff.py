@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from eoslab.chaos.nemesis import RefbrokerControl
 from eoslab.probe.command import app
 from eoslab.probe.diff import KIP360_RETENTION
 from eoslab.probe.flows import FIG5, FLOWS, KIP360
 from eoslab.probe.targets import diff_on_lab
+from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.runtime.local import LocalRuntime
 
 pytestmark = pytest.mark.lab

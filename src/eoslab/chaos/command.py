@@ -7,8 +7,9 @@ from typing import Annotated, TypeVar
 import typer
 
 from eoslab.chaos.control_api import DEFAULT_CONTROL
-from eoslab.chaos.control_client import ProxyControl, ProxyControlError
+from eoslab.chaos.control_client import ProxyControl
 from eoslab.chaos.proxy import run_proxy
+from eoslab.control_http import ControlError
 
 app = typer.Typer(help="The Kafka-aware chaos proxy.", no_args_is_help=True)
 fault_app = typer.Typer(help="Faults of a running proxy.", no_args_is_help=True)
@@ -64,7 +65,7 @@ def show_counters(control: ControlUrl = DEFAULT_URL) -> None:
 def _call(action: Callable[[], T]) -> T:
     try:
         return action()
-    except ProxyControlError as error:
+    except ControlError as error:
         typer.echo(str(error), err=True)
         raise typer.Exit(1) from None
     except OSError as error:

@@ -8,11 +8,8 @@ broke is remembered, so :meth:`Nemesis.heal` can undo it even when the run fails
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
@@ -32,6 +29,7 @@ from eoslab.chaos.timeline import (
     brokers_of,
 )
 from eoslab.probe import scenarios as probes
+from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.rundir import RunDir, now_ms
 from eoslab.workload.supervisor import Workload
 
@@ -50,34 +48,6 @@ class LabRuntime(Protocol):
 
 class NemesisError(RuntimeError):
     """A step could not be played (the message says which and why)."""
-
-
-class RefbrokerControl:
-    """The reference broker's control API (JSON over HTTP), stdlib only."""
-
-    def __init__(self, url: str, timeout_s: float = 10.0) -> None:
-        self.url = url.rstrip("/")
-        self._timeout_s = timeout_s
-
-    def apply(self, fault: dict[str, Any]) -> dict[str, Any]:
-        return self._call("POST", "/faults", fault)
-
-    def clear(self) -> dict[str, Any]:
-        return self._call("DELETE", "/faults")
-
-    def counters(self) -> dict[str, Any]:
-        return self._call("GET", "/counters")
-
-    def _call(self, method: str, path: str, body: object = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
-                return json.load(response)
-        except urllib.error.HTTPError as error:
-            raise NemesisError(f"refbroker control {method} {path}: HTTP {error.code}") from None
 
 
 class Nemesis:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import secrets
 
-from eoslab.chaos.nemesis import RefbrokerControl
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.diff import FlowDiff, diff_runs
 from eoslab.probe.flows import Flow
 from eoslab.probe.requests import delete_records_request
 from eoslab.probe.runner import FlowRun, ProbeTarget, StateRemover, run_flow
 from eoslab.probe.transcript import NONE, Exchange, error_name
+from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.rundir import now_ms
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.executor import REPLICATION

@@ -16,8 +16,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from eoslab.chaos.control_client import ProxyControl
-from eoslab.chaos.nemesis import LabRuntime, Nemesis, RefbrokerControl
+from eoslab.chaos.nemesis import LabRuntime, Nemesis
 from eoslab.chaos.timeline import TimelineRunner, resolve
+from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.rundir import RunDir, RunInfo, new_run_id, now_ms
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.schema import Scenario

@@ -1,0 +1,20 @@
+"""A client of a running reference broker's control API (see control.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eoslab.control_http import JsonControlClient
+
+
+class RefbrokerControl(JsonControlClient):
+    def apply(self, fault: dict[str, Any]) -> dict[str, Any]:
+        """Apply one fault now (a JSON object with a `kind`, see faults.py)."""
+        return self.call("POST", "/faults", fault)
+
+    def clear(self) -> dict[str, Any]:
+        """Disarm the request faults and leave legacy mode."""
+        return self.call("DELETE", "/faults")
+
+    def counters(self) -> dict[str, Any]:
+        return self.call("GET", "/counters")

@@ -48,6 +48,18 @@ class Ledger:
     ack_times: dict[tuple[int, int], float] = field(default_factory=dict)
     failed: dict[tuple[int, int], str] = field(default_factory=dict)
 
+    def on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        partition, sequence = (int(x) for x in message.value().decode().split(":"))
+        if error is None:
+            self.acked[(partition, sequence)] = message.offset()
+            self.ack_times[(partition, sequence)] = time.monotonic()
+        else:
+            self.failed[(partition, sequence)] = error.name()
+
+    @property
+    def settled(self) -> int:
+        return len(self.acked) + len(self.failed)
+
 
 def produce(
     bootstrap: str,
@@ -56,23 +68,19 @@ def produce(
     count: int,
     *,
     overrides: dict[str, object] | None = None,
-    on_progress: Callable[[int], None] | None = None,
+    during: Callable[[Ledger], None] | None = None,
+    max_unacked: int | None = None,
     timeout_s: float = 120.0,
 ) -> Ledger:
-    """Send `count` records round-robin over the partitions; value = "<partition>:<sequence>"."""
+    """Send `count` records round-robin over the partitions; value = "<partition>:<sequence>".
+
+    `during` is called after every send (to inject a fault at the right moment); with
+    `max_unacked`, at most that many records are outstanding, so a fault lands mid-stream.
+    """
     ledger = Ledger()
     producer = Producer(
         {"bootstrap.servers": bootstrap, **IDEMPOTENT, "linger.ms": 5, **(overrides or {})}
     )
-
-    def report(error: KafkaError | None, message: Message) -> None:
-        partition, sequence = (int(x) for x in message.value().decode().split(":"))
-        if error is None:
-            ledger.acked[(partition, sequence)] = message.offset()
-            ledger.ack_times[(partition, sequence)] = time.monotonic()
-        else:
-            ledger.failed[(partition, sequence)] = error.name()
-
     next_sequence = [0] * partitions
     for n in range(count):
         partition = n % partitions
@@ -80,13 +88,21 @@ def produce(
         next_sequence[partition] += 1
         while True:
             try:
-                producer.produce(topic, value=value, partition=partition, on_delivery=report)
+                producer.produce(
+                    topic, value=value, partition=partition, on_delivery=ledger.on_delivery
+                )
                 break
             except BufferError:
                 producer.poll(0.05)
         producer.poll(0)
-        if on_progress:
-            on_progress(n + 1)
+        if max_unacked is not None:
+            deadline = time.monotonic() + timeout_s
+            while ledger.settled < n + 1 - max_unacked:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no delivery report for {timeout_s} s")
+                producer.poll(0.01)
+        if during is not None:
+            during(ledger)
     remaining = producer.flush(timeout_s)
     if remaining:
         raise TimeoutError(f"{remaining} records still undelivered after {timeout_s} s")

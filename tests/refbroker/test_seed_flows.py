@@ -4,12 +4,13 @@ the probe plays them (eoslab.probe.flows), checked against the broker's own coun
 from __future__ import annotations
 
 from crafted import batch_of, errors_of, init_producer_id, logged_records, produce_request
-from real_clients import assert_exactly_once_in_order, consume_all, produce
+from real_clients import BATCHING, MAX_UNACKED, assert_exactly_once_in_order
 from refbroker_process import HOST, RunningBroker, StartBroker
 
 from eoslab.probe.flows import FIG2, FIG3, FIG4, FIG5, KIP360, SEQ_JUMP, Flow
 from eoslab.probe.runner import FlowRun, run_flow
 from eoslab.probe.targets import refbroker_target
+from eoslab.smoke import Ledger, consume, produce
 
 OOOSN = "OUT_OF_ORDER_SEQUENCE_NUMBER"
 
@@ -113,17 +114,24 @@ def test_002_librdkafka_recovers_from_unknown_producer_id(start_refbroker: Start
     broker.create_topic("kip360-client", 1)
     expired = False
 
-    def expire_midway(log: object) -> None:
+    def expire_midway(log: Ledger) -> None:
         nonlocal expired
-        acked = len(log.acked)  # type: ignore[attr-defined]
-        if not expired and acked >= 500:
+        if not expired and len(log.acked) >= 500:
             broker.fault(kind="expire-producers")
             expired = True
 
-    delivered = produce(broker.bootstrap, "kip360-client", 1, 2000, during=expire_midway)
+    delivered = produce(
+        broker.bootstrap,
+        "kip360-client",
+        1,
+        2000,
+        during=expire_midway,
+        overrides=BATCHING,
+        max_unacked=MAX_UNACKED,
+    )
 
     assert expired
     assert not delivered.failed
     assert broker.counters()["produce"]["rejected"].get("UNKNOWN_PRODUCER_ID", 0) >= 1
-    records = consume_all(broker.bootstrap, "kip360-client", 1)
+    records = consume(broker.bootstrap, "kip360-client", 1)
     assert_exactly_once_in_order(records, delivered.acked, 2000)

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from real_clients import DeliveryLog, assert_exactly_once_in_order, consume_all, produce
+from real_clients import BATCHING, MAX_UNACKED, assert_exactly_once_in_order
 from refbroker_process import RunningBroker, StartBroker
 
+from eoslab.smoke import Ledger, consume, produce
+
 PARTITIONS = 3
+WINDOW = {"overrides": BATCHING, "max_unacked": MAX_UNACKED}
 
 
 def test_idempotent_producer_then_assign_consumer_reads_each_record_once(
     refbroker: RunningBroker,
 ) -> None:
     refbroker.create_topic("roundtrip", PARTITIONS)
-    delivered = produce(refbroker.bootstrap, "roundtrip", PARTITIONS, 3000)
+    delivered = produce(refbroker.bootstrap, "roundtrip", PARTITIONS, 3000, overrides=BATCHING)
 
     assert not delivered.failed
     assert len(delivered.acked) == 3000
-    records = consume_all(refbroker.bootstrap, "roundtrip", PARTITIONS)
+    records = consume(refbroker.bootstrap, "roundtrip", PARTITIONS)
     assert_exactly_once_in_order(records, delivered.acked, 1000)
     counters = refbroker.counters()
     assert counters["produce"]["deduplicated"] == 0
@@ -29,20 +32,22 @@ def test_lost_acks_are_retried_and_answered_from_the_batch_cache(refbroker: Runn
     refbroker.create_topic("lost-acks", PARTITIONS)
     armed = False
 
-    def lose_acks_midway(log: DeliveryLog) -> None:
+    def lose_acks_midway(log: Ledger) -> None:
         nonlocal armed
         if not armed and len(log.acked) >= 300:
             refbroker.fault(kind="drop-responses", api="Produce", count=3)
             armed = True
 
-    delivered = produce(refbroker.bootstrap, "lost-acks", PARTITIONS, 1500, during=lose_acks_midway)
+    delivered = produce(
+        refbroker.bootstrap, "lost-acks", PARTITIONS, 1500, during=lose_acks_midway, **WINDOW
+    )
 
     assert armed
     assert not delivered.failed
     counters = refbroker.counters()
     assert counters["faults"]["responses_dropped"] == {"produce": 3}
     assert counters["produce"]["deduplicated"] >= 1
-    records = consume_all(refbroker.bootstrap, "lost-acks", PARTITIONS)
+    records = consume(refbroker.bootstrap, "lost-acks", PARTITIONS)
     assert_exactly_once_in_order(records, delivered.acked, 500)
 
 
@@ -53,7 +58,7 @@ def test_kill_9_and_restart_while_streaming_loses_and_duplicates_nothing(
     broker.create_topic("crash", PARTITIONS)
     crashed = False
 
-    def kill_and_restart_midway(log: DeliveryLog) -> None:
+    def kill_and_restart_midway(log: Ledger) -> None:
         nonlocal crashed
         if not crashed and len(log.acked) >= 5000:
             broker.kill()
@@ -61,11 +66,11 @@ def test_kill_9_and_restart_while_streaming_loses_and_duplicates_nothing(
             crashed = True
 
     delivered = produce(
-        broker.bootstrap, "crash", PARTITIONS, 18_000, during=kill_and_restart_midway
+        broker.bootstrap, "crash", PARTITIONS, 18_000, during=kill_and_restart_midway, **WINDOW
     )
 
     assert crashed
     assert not delivered.failed
     assert len(delivered.acked) == 18_000
-    records = consume_all(broker.bootstrap, "crash", PARTITIONS)
+    records = consume(broker.bootstrap, "crash", PARTITIONS)
     assert_exactly_once_in_order(records, delivered.acked, 18_000 // PARTITIONS)

@@ -21,8 +21,13 @@ def spec() -> dict:
     return yaml.safe_load(compose_file().read_text())
 
 
+AIRFLOW_SUPPORT = {"postgres", "airflow-init"}
+"""Compose-only services: Airflow's metadata database and its one-shot migration."""
+
+
 def test_services_match_the_local_topology(spec: dict) -> None:
-    assert set(spec["services"]) == {s.name for s in LabConfig().services()}
+    local = {s.name for s in LabConfig(with_airflow=True).services()}
+    assert set(spec["services"]) == local | AIRFLOW_SUPPORT
     for i in (1, 2, 3):
         assert spec["services"][f"kafka-{i}"]["environment"]["BROKER_ID"] == str(i)
 
@@ -38,11 +43,36 @@ def test_every_port_is_published_on_loopback(spec: dict) -> None:
 
 def test_healthchecks_and_start_order(spec: dict) -> None:
     services = spec["services"]
-    assert all("healthcheck" in s for s in services.values())
+    long_running = {name: s for name, s in services.items() if name != "airflow-init"}
+    assert all("healthcheck" in s for s in long_running.values())
     for i in (1, 2, 3):
         assert services[f"kafka-{i}"]["depends_on"]["zookeeper"]["condition"] == "service_healthy"
     assert set(services["proxy"]["depends_on"]) == {"kafka-1", "kafka-2", "kafka-3", "refbroker"}
     assert not services["zookeeper"].get("depends_on")
+
+
+def test_airflow_runs_the_local_components_on_loopback(spec: dict) -> None:
+    """Same components as `eoslab lab up`, with the host's network (so tasks reach the lab
+    on 127.0.0.1 like local runs), listening on loopback, log servers off."""
+    services = spec["services"]
+    airflow = [s for s in LabConfig(with_airflow=True).services() if s.component]
+    assert airflow
+    for service in airflow:
+        compose = services[service.name]
+        assert compose["command"][0] == service.component
+        assert compose["network_mode"] == "host"
+        assert "ports" not in compose
+        env = compose["environment"]
+        assert env["AIRFLOW__API__HOST"] == "127.0.0.1"
+        assert env["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
+        assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql")
+        assert (
+            compose["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully"
+        )
+        if service.component in ("scheduler", "triggerer"):
+            assert "--skip-serve-logs" in compose["command"]
+    assert "listen_addresses=127.0.0.1" in services["postgres"]["command"]
+    assert services["airflow-init"]["command"] == ["init"]
 
 
 def test_proxy_routes_match_the_local_ones(spec: dict) -> None:

@@ -25,7 +25,9 @@ lab_app = typer.Typer(help="Bring the lab up and down, and break it.", no_args_i
 app.add_typer(lab_app, name="lab")
 app.add_typer(refbroker_app, name="refbroker", help="The Python reference broker.")
 app.add_typer(chaos_app, name="chaos", help="The chaos proxy and its faults.")
-app.add_typer(probe_app, name="probe", help="Crafted Produce flows from the seeds, on both targets.")
+app.add_typer(
+    probe_app, name="probe", help="Crafted Produce flows from the seeds, on both targets."
+)
 app.add_typer(scenarios_command.app, name="scenarios", help="The scenario catalogue.")
 app.command("run")(scenarios_command.run)
 

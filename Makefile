@@ -8,7 +8,7 @@ VENV := .venv
 EOSLAB := $(VENV)/bin/eoslab
 PYTEST_ARGS ?=
 
-.PHONY: setup lab up down status test lint bench clean
+.PHONY: setup lab up down status conformance test lint bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -25,6 +25,10 @@ endif
 up: setup
 	@$(EOSLAB) lab up
 
+# The full matrix (every catalogue scenario on every target it names) through Airflow.
+conformance: setup
+	@MATRIX=full bash scripts/lab_run.sh
+
 down: setup
 	@$(EOSLAB) lab down
 
@@ -32,8 +36,8 @@ status: setup
 	@$(EOSLAB) lab status
 
 lint: setup
-	$(VENV)/bin/ruff check src tests
-	$(VENV)/bin/ruff format --check src tests
+	$(VENV)/bin/ruff check src tests dags spark_jobs
+	$(VENV)/bin/ruff format --check src tests dags spark_jobs
 
 test: setup lint
 	$(VENV)/bin/pytest $(PYTEST_ARGS)

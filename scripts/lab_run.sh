@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
-# `make lab`, the one-command run: bring the lab up, check both targets end to end, bring it
-# down. (The Airflow-driven conformance matrix and its report take this place once they land.)
+# `make lab` (default matrix) and `make conformance` (MATRIX=full): the one-command run.
+# Brings the lab up without Airflow's scheduler (the matrix runs through `airflow dags test
+# eos_nightly`, and nothing else may share the lab meanwhile), prints the report, brings the
+# lab down whatever happened. Exit: 0 every cell conforms, 2 a cell does not, 1 the run failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+MATRIX=${MATRIX:-default}
 EOSLAB=.venv/bin/eoslab
-$EOSLAB lab up || exit 1
-$EOSLAB lab smoke
+PYTHON=.venv/bin/python
+
+fail() { echo "lab: $*" >&2; exit 1; }
+
+EOSLAB_WITH_AIRFLOW=0 $EOSLAB lab up \
+  || fail "the lab did not come up (see above). If a previous lab is in the way: make lab down"
+trap '$EOSLAB lab down >/dev/null || echo "lab: \`make lab down\` failed; stop it by hand" >&2' EXIT
+
+echo "lab: running the $MATRIX matrix through Airflow (eos_nightly)"
+$PYTHON -m eoslab.orchestration.command matrix --matrix "$MATRIX"
 verdict=$?
-$EOSLAB lab down
+case $verdict in
+  0) echo "lab: every cell conforms" ;;
+  2) echo "lab: at least one cell does NOT conform; see the report above" >&2 ;;
+  *) echo "lab: the matrix could not run (exit $verdict); the Airflow output above says where it stopped" >&2 ;;
+esac
 exit $verdict

@@ -27,7 +27,8 @@ java_major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.sp
 command -v mvn >/dev/null \
   || fail "Maven not found; it fetches the Kafka and Spark jars. Install it (e.g. apt-get install maven)."
 
-# --- system tools the tests use: docker-compose validates the compose file without an engine
+# --- system tools the tests use: docker-compose validates the compose file without an engine,
+# headless chromium renders the reports
 apt_install() {  # package, what it is for
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing $1 (for $2)"
@@ -38,6 +39,7 @@ apt_install() {  # package, what it is for
   fi
 }
 command -v docker-compose >/dev/null || apt_install docker-compose "checking compose/docker-compose.yml"
+command -v chromium >/dev/null || apt_install chromium "rendering the HTML reports in the report tests"
 
 # --- virtualenv -------------------------------------------------------------------------
 if ! fresh "$VENV/.installed" pyproject.toml; then

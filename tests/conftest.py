@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
@@ -21,13 +22,28 @@ TEST_PORT_OFFSET = int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000"))
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
     """The running lab; tests that break a service must leave it healthy again."""
-    config = LabConfig(state_dir=tmp_path_factory.mktemp("lab"), port_offset=TEST_PORT_OFFSET)
+    config = LabConfig(
+        state_dir=tmp_path_factory.mktemp("lab"), port_offset=TEST_PORT_OFFSET, with_airflow=False
+    )
     runtime = LocalRuntime(config)
     runtime.up()
     try:
         yield runtime
     finally:
         runtime.down(purge=True)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One SparkSession (with Spark's Kafka source) for the whole run: a JVM start costs
+    seconds on 2 cores."""
+    from eoslab.verify.spark_session import build_session
+
+    session = build_session()
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 @pytest.fixture
@@ -37,4 +53,5 @@ def lab_env(tmp_path: Path) -> dict[str, str]:
         **os.environ,
         "EOSLAB_LAB_DIR": str(tmp_path / "lab"),
         "EOSLAB_PORT_OFFSET": str(TEST_PORT_OFFSET + 1500),
+        "EOSLAB_WITH_AIRFLOW": "0",  # Airflow in the lab has tests of its own (tests/orchestration)
     }

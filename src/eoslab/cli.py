@@ -12,11 +12,15 @@ from rich.table import Table
 
 from eoslab import smoke as smoke_lib
 from eoslab.chaos.command import app as chaos_app
+from eoslab.orchestration.command import app as orchestrate_app
 from eoslab.probe.command import app as probe_app
 from eoslab.refbroker.command import app as refbroker_app
+from eoslab.report.command import app as report_app
 from eoslab.runtime import RUNTIMES, LabError, get_runtime
+from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.status import ClusterView, LabStatus
 from eoslab.scenarios import command as scenarios_command
+from eoslab.verify import command as verify_command
 
 app = typer.Typer(
     help="eoslab: a conformance lab for Kafka's idempotent producer.", no_args_is_help=True
@@ -30,6 +34,11 @@ app.add_typer(
 )
 app.add_typer(scenarios_command.app, name="scenarios", help="The scenario catalogue.")
 app.command("run")(scenarios_command.run)
+app.command("verify")(verify_command.verify)
+app.add_typer(report_app, name="report", help="Reports: HTML, summary.json, junit.xml.")
+app.add_typer(
+    orchestrate_app, name="orchestrate", help="Airflow in the lab: the matrix now, its environment."
+)
 
 console = Console()
 errors = Console(stderr=True)
@@ -54,12 +63,15 @@ def _fail(error: Exception) -> typer.Exit:
 
 @lab_app.command()
 def up(runtime: RuntimeOption = "local") -> None:
-    """Start ZooKeeper, three Kafka brokers, the chaos proxy and the reference broker."""
+    """Start ZooKeeper, three Kafka brokers, the chaos proxy, the reference broker and Airflow."""
+    lab = get_runtime(runtime)
     try:
-        status = get_runtime(runtime).up()
+        status = lab.up()
     except (LabError, KeyError) as error:
         raise _fail(error) from error
     _print_status(status)
+    if isinstance(lab, LocalRuntime) and lab.config.with_airflow:
+        console.print(lab.airflow().login_banner())
     console.print(
         f"\nThe lab is up. Kafka: [bold]{status.kafka.bootstrap}[/]"
         + (

@@ -21,6 +21,11 @@ class Kind(StrEnum):
     KAFKA = "kafka"
     PROXY = "proxy"
     REFBROKER = "refbroker"
+    AIRFLOW = "airflow"
+
+
+AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+"""Airflow's parts, one supervised service each (``airflow <component>``)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,8 @@ class Service:
     kind: Kind
     ports: dict[str, int]
     broker_id: int | None = None
+    component: str | None = None
+    """The Airflow component a service of kind AIRFLOW runs."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,10 @@ class LabConfig:
     port_offset: int = field(default_factory=lambda: int(os.environ.get("EOSLAB_PORT_OFFSET", "0")))
     brokers: int = 3
     with_refbroker: bool = True
+    # Airflow (UI on 8080) for `eoslab lab up`; EOSLAB_WITH_AIRFLOW=0 leaves it out.
+    with_airflow: bool = field(
+        default_factory=lambda: os.environ.get("EOSLAB_WITH_AIRFLOW", "1") != "0"
+    )
     # A third listener per broker, DIRECT on 3909i, advertised as itself: a path around the
     # proxy for benchmarks (proxy against direct) and for checking what really reached the log.
     direct_listener: bool = False
@@ -84,8 +95,16 @@ class LabConfig:
     def refbroker_control_url(self) -> str:
         return f"http://{HOST}:{self.port(9199)}"
 
+    @property
+    def airflow_url(self) -> str:
+        return f"http://{HOST}:{self.port(8080)}"
+
+    @property
+    def airflow_home(self) -> Path:
+        return self.state_dir / "airflow"
+
     def services(self) -> list[Service]:
-        """All services in start order (ZooKeeper first, the proxy last but one)."""
+        """All services in start order (ZooKeeper first, then the brokers, the proxy, Airflow)."""
         services = [Service("zookeeper", Kind.ZOOKEEPER, {"client": self.port(2181)})]
         services += [
             Service(
@@ -115,6 +134,16 @@ class LabConfig:
             )
         if self.brokers or self.with_refbroker:
             services.append(Service("proxy", Kind.PROXY, {"control": self.port(8474)}))
+        if self.with_airflow:
+            services += [
+                Service(
+                    f"airflow-{component}",
+                    Kind.AIRFLOW,
+                    {"ui": self.port(8080)} if component == "api-server" else {},
+                    component=component,
+                )
+                for component in AIRFLOW_COMPONENTS
+            ]
         return services
 
     def service(self, name: str) -> Service:

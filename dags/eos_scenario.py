@@ -1,0 +1,58 @@
+"""eos_scenario: one scenario on one target, triggered by hand from the form.
+
+lab health → workload ∥ nemesis (`eoslab run`, which creates the topic) → the checker's Spark
+job (anomalies, GX suites, verdict; spark-submit on `spark_default`) → publish the GX results →
+publish the verdict → the run's report → conformance (red when the run does not conform).
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import DAG, Param
+
+from eoslab.orchestration import tasks
+from eoslab.orchestration.matrix import TARGETS
+from eoslab.scenarios.catalogue import catalogue
+
+with DAG(
+    dag_id="eos_scenario",
+    schedule=None,
+    catchup=False,
+    max_active_runs=1,  # one lab: two runs' faults would hit each other's records
+    max_active_tasks=1,
+    default_args={"retries": 0},
+    render_template_as_native_obj=True,  # params reach the tasks as ints, dicts, None
+    tags=["eoslab"],
+    doc_md=__doc__,
+    params={
+        "scenario": Param(
+            "baseline", type="string", enum=sorted(catalogue()), description="Catalogue scenario."
+        ),
+        "target": Param(
+            "kafka", type="string", enum=list(TARGETS), description="System under test."
+        ),
+        "records": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            description="Records (empty: the scenario's).",
+        ),
+        "producer_overrides": Param(
+            {},
+            type="object",
+            description='librdkafka properties over the scenario\'s, e.g. {"linger.ms": 5}.',
+        ),
+        "seed": Param(None, type=["null", "integer"], description="Seed (empty: the scenario's)."),
+    },
+) as dag:
+    run_dir = tasks.run_scenario(
+        scenario="{{ params.scenario }}",
+        target="{{ params.target }}",
+        records="{{ params.records }}",
+        seed="{{ params.seed }}",
+        producer_overrides="{{ params.producer_overrides }}",
+    )
+    checked = tasks.spark_checker(run_dir)
+    gx = tasks.gx_validation(run_dir)
+    headline = tasks.verdict(run_dir)
+    tasks.lab_health("{{ params.target }}") >> run_dir
+    checked >> gx >> headline >> tasks.report(run_dir) >> tasks.conformance(headline)

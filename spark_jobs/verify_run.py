@@ -1,0 +1,31 @@
+"""spark-submit entry point of the checker (also runs under plain python).
+
+    spark-submit --master local[2] spark_jobs/verify_run.py RUN_DIR [--bootstrap HOST:PORT]
+
+Writes RUN_DIR/checker/ and exits 0 when the run conforms, 1 when it does not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from eoslab.verify.checker import verify_run
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--master", help="Spark master (default: spark-submit's, else local[2])")
+    parser.add_argument("--bootstrap", help="read the topic from these bootstrap servers instead")
+    args = parser.parse_args()
+    verdict = verify_run(args.run_dir, master=args.master, bootstrap=args.bootstrap)
+    print(f"{verdict.run_id}: {'conforms' if verdict.conforms else 'does not conform'}")
+    for mismatch in verdict.mismatches:
+        print(f"  {mismatch.name}: expected {mismatch.expected}, observed {mismatch.observed}")
+    return 0 if verdict.conforms else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

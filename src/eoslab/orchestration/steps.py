@@ -1,0 +1,170 @@
+"""What the DAGs' tasks do, as plain functions: the DAG files only wire them together.
+
+The lab a task talks to is the one in the task's environment (EOSLAB_LAB_DIR and
+EOSLAB_PORT_OFFSET, set by the lab for its Airflow, or by whoever runs `airflow dags test`);
+run directories go under EOSLAB_RUNS_DIR (default `runs/`), reports under EOSLAB_REPORTS_DIR
+(default `reports/`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from eoslab.paths import spark_jars
+from eoslab.rundir import RunDir, default_runs_root
+from eoslab.runtime import get_runtime
+from eoslab.runtime.health import metadata_brokers, port_open
+from eoslab.runtime.status import cluster_view
+from eoslab.runtime.topology import LabConfig
+from eoslab.scenarios.catalogue import find_scenario, parse_scenario
+from eoslab.scenarios.executor import execute
+from eoslab.scenarios.schema import Scenario
+
+log = logging.getLogger(__name__)
+HEALTH_TIMEOUT_S = 10.0
+
+
+class LabUnhealthyError(RuntimeError):
+    """The target the DAG run needs is not reachable: the run would only hang or time out."""
+
+
+class RunIncompleteError(RuntimeError):
+    """The scenario run did not go as the scenario says (timeout, nemesis or heal errors)."""
+
+
+class CheckerOutputError(RuntimeError):
+    """The checker left no verdict (the Spark job failed), or GX and its anomaly tables disagree."""
+
+
+def runs_root() -> Path:
+    configured = os.environ.get("EOSLAB_RUNS_DIR")
+    return Path(configured) if configured else default_runs_root()
+
+
+def lab_config() -> LabConfig:
+    return LabConfig()
+
+
+def check_lab(target: str) -> dict[str, Any]:
+    """Fail fast, with the fix, when the target or the chaos proxy is not there."""
+    config = lab_config()
+    proxy_port = config.port(8474)
+    if not port_open(proxy_port):
+        raise LabUnhealthyError(
+            f"the chaos proxy's control API on 127.0.0.1:{proxy_port} is closed: the lab in "
+            f"{config.state_dir} is not up (start it with `make lab up`; "
+            f"EOSLAB_PORT_OFFSET={config.port_offset})"
+        )
+    if target == "kafka":
+        brokers = metadata_brokers(config.bootstrap_servers, timeout_s=HEALTH_TIMEOUT_S)
+        if brokers != set(config.broker_ids):
+            raise LabUnhealthyError(
+                f"Kafka at {config.bootstrap_servers} shows brokers {sorted(brokers)}, expected "
+                f"{config.broker_ids}; see `eoslab lab status` and `eoslab lab logs kafka-1`"
+            )
+        return {"target": target, "bootstrap": config.bootstrap_servers, "brokers": sorted(brokers)}
+    view = cluster_view(config.refbroker_bootstrap, timeout_s=HEALTH_TIMEOUT_S)
+    if not view.reachable:
+        raise LabUnhealthyError(
+            f"the reference broker at {config.refbroker_bootstrap} does not answer; "
+            "see `eoslab lab status` and `eoslab lab logs refbroker`"
+        )
+    return {"target": target, "bootstrap": view.bootstrap, "brokers": view.brokers}
+
+
+def scenario_with(
+    name: str, producer_overrides: Mapping[str, Any] | None = None, seed: int | None = None
+) -> Scenario:
+    """A catalogue scenario with librdkafka overrides and seed, validated like a scenario file."""
+    scenario = find_scenario(name)
+    if not producer_overrides and seed is None:
+        return scenario
+    data = scenario.model_dump(mode="json", exclude_defaults=True)
+    data["producer"] = {**scenario.producer, **(producer_overrides or {})}
+    if seed is not None:
+        data["seed"] = seed
+    return parse_scenario(data, f"{name} (with the DAG run's overrides)")
+
+
+def run_scenario(
+    scenario: str,
+    target: str,
+    *,
+    records: int | None = None,
+    seed: int | None = None,
+    producer_overrides: Mapping[str, Any] | None = None,
+    runs_dir: str | None = None,
+) -> str:
+    """Topic, workload ∥ nemesis, heal (what `eoslab run` does); returns the run directory."""
+    config = lab_config()
+    result = execute(
+        scenario_with(scenario, producer_overrides, seed),
+        target,
+        runtime=get_runtime(os.environ.get("EOSLAB_RUNTIME", "local"), config),
+        config=config,
+        runs_root=Path(runs_dir) if runs_dir else runs_root(),
+        records=records,
+        show_progress=False,
+    )
+    run_dir = str(result.run_dir.path)
+    log.info("run directory: %s", run_dir)
+    if result.problems:
+        raise RunIncompleteError(f"the run in {run_dir} went wrong: " + "; ".join(result.problems))
+    return run_dir
+
+
+def spark_submit_jars() -> str:
+    """Spark's Kafka connector, for spark-submit's --jars."""
+    return ",".join(sorted(str(jar) for jar in spark_jars().glob("*.jar")))
+
+
+def read_verdict(run_dir: str) -> dict[str, Any]:
+    path = RunDir(Path(run_dir)).verdict_json
+    if not path.is_file():
+        raise CheckerOutputError(f"no verdict in {path}: the checker did not finish for {run_dir}")
+    return json.loads(path.read_text())
+
+
+def publish_gx(run_dir: str) -> dict[str, Any]:
+    """Log the Great Expectations results the checker recorded (the suites ran inside the
+    Spark job, on its DataFrames) and return their summary; fails when the suites disagree
+    with the anomaly tables, which is a checker bug."""
+    gx = read_verdict(run_dir)["gx"]
+    for name, suite in gx["suites"].items():
+        log.info(
+            "GX suite %s v%s: %s",
+            name,
+            suite["version"],
+            "passed" if suite["success"] else "failed",
+        )
+    log.info("Data Docs: %s", gx.get("data_docs"))
+    if not gx["agrees_with_anomalies"]:
+        disagreeing = [e["check"] for e in gx["expectations"] if not e["agrees"]]
+        raise CheckerOutputError(
+            f"GX and the anomaly tables disagree on {disagreeing} in {run_dir}"
+        )
+    return {"success": gx["success"], "suites": gx["suites"], "data_docs": gx.get("data_docs")}
+
+
+def publish_verdict(run_dir: str) -> dict[str, Any]:
+    """Log each check (expected against observed) and return the verdict's headline."""
+    verdict = read_verdict(run_dir)
+    for check in verdict["checks"]:
+        log.info(
+            "%-16s expected %-4s observed %6d  %s",
+            check["name"],
+            check["expected"],
+            check["observed"],
+            "ok" if check["conforms"] else "MISMATCH",
+        )
+    return {
+        "run_dir": run_dir,
+        "run_id": verdict["run_id"],
+        "conforms": verdict["conforms"],
+        "mismatches": [m["name"] for m in verdict["mismatches"]],
+    }

@@ -1,0 +1,160 @@
+"""The Airflow tasks of the eoslab DAGs; each one calls a function of :mod:`steps` or
+:mod:`eoslab.report`, so the DAG files in `dags/` only wire them together.
+
+The checker is one Spark job (``spark_jobs/verify_run.py`` through spark-submit): it derives
+the anomalies, validates the Great Expectations suites on its DataFrames and writes the
+verdict, all under ``RUN_DIR/checker/``. It exits non-zero when the run does not conform, so
+its task is red for a non-conforming run; the tasks after it run anyway, as long as the run
+itself happened (:data:`AFTER_THE_RUN`), and read what it wrote: ``gx_validation`` publishes
+the GX results, ``verdict`` the checks, ``report`` the HTML. They fail, saying so, when the
+checker left no verdict.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import TriggerRule, task
+
+from eoslab.orchestration import steps
+from eoslab.orchestration.airflow_home import LAB_POOL
+from eoslab.orchestration.matrix import plan
+from eoslab.paths import project_root
+from eoslab.report.render import read_summary, write_nightly_report, write_run_report
+
+log = logging.getLogger(__name__)
+
+HEALTH_TIMEOUT = timedelta(minutes=2)
+RUN_TIMEOUT = timedelta(minutes=20)  # above any scenario's timeout_s plus topic set-up
+CHECKER_TIMEOUT = timedelta(minutes=20)
+PUBLISH_TIMEOUT = timedelta(minutes=5)
+AFTER_THE_RUN = TriggerRule.ALL_DONE_MIN_ONE_SUCCESS
+"""Run when the upstream tasks are done, whatever their state, provided one of them (the
+scenario run) succeeded: there is then a run directory to read."""
+SPARK_DRIVER_CONF = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+}
+
+
+class MatrixNotConformingError(RuntimeError):
+    """The DAG run's verdicts are in, and at least one cell does not conform."""
+
+
+@task(execution_timeout=HEALTH_TIMEOUT)
+def lab_health(target: str) -> dict[str, Any]:
+    """Fail within seconds, naming the fix, when the target or the chaos proxy is down."""
+    return steps.check_lab(target)
+
+
+@task(execution_timeout=RUN_TIMEOUT, pool=LAB_POOL)
+def run_scenario(
+    scenario: str,
+    target: str,
+    *,
+    records: int | None = None,
+    seed: int | None = None,
+    producer_overrides: dict[str, Any] | None = None,
+    runs_dir: str | None = None,
+) -> str:
+    """Create the topic and run the workload ∥ nemesis (`eoslab run`); returns the run dir."""
+    return steps.run_scenario(
+        scenario,
+        target,
+        records=records,
+        seed=seed,
+        producer_overrides=producer_overrides,
+        runs_dir=runs_dir,
+    )
+
+
+def spark_checker(run_dir: Any, task_id: str = "spark_checker") -> SparkSubmitOperator:
+    """The checker's Spark job on ``spark_default`` (local[2] unless configured otherwise)."""
+    return SparkSubmitOperator(
+        task_id=task_id,
+        application=str(project_root() / "spark_jobs" / "verify_run.py"),
+        application_args=[run_dir],
+        conn_id="spark_default",
+        jars=steps.spark_submit_jars(),
+        conf=SPARK_DRIVER_CONF,
+        env_vars={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable},
+        name="eoslab-verify",
+        execution_timeout=CHECKER_TIMEOUT,
+        retries=0,  # a non-conforming run exits 1 too: retrying would only repeat it
+    )
+
+
+@task(trigger_rule=AFTER_THE_RUN, execution_timeout=PUBLISH_TIMEOUT, retries=0)
+def gx_validation(run_dir: str) -> dict[str, Any]:
+    """Publish the GX results the checker recorded; red when GX and the anomalies disagree."""
+    return steps.publish_gx(run_dir)
+
+
+@task(trigger_rule=AFTER_THE_RUN, execution_timeout=PUBLISH_TIMEOUT, retries=0)
+def verdict(run_dir: str) -> dict[str, Any]:
+    """Log each check, expected against observed; returns the verdict's headline."""
+    return steps.publish_verdict(run_dir)
+
+
+@task(trigger_rule=AFTER_THE_RUN, execution_timeout=PUBLISH_TIMEOUT, retries=0)
+def report(run_dir: str) -> str:
+    """Write reports/runs/<run_id>/ (HTML, summary.json, junit.xml); returns index.html."""
+    index = write_run_report(Path(run_dir))
+    log.info("report: %s", index)
+    return str(index)
+
+
+@task(execution_timeout=PUBLISH_TIMEOUT, retries=0)
+def conformance(headline: dict[str, Any]) -> None:
+    """Red when the run does not conform, so the DAG run's colour is the verdict."""
+    if not headline["conforms"]:
+        raise MatrixNotConformingError(
+            f"{headline['run_id']} does not conform: {', '.join(headline['mismatches'])}"
+        )
+
+
+@task(execution_timeout=PUBLISH_TIMEOUT)
+def plan_cells(request: dict[str, Any], night: str) -> list[dict[str, Any]]:
+    """The matrix cells the DAG run's params select; every run dir goes under one folder."""
+    runs_dir = str(steps.runs_root() / f"nightly-{night}")
+    cells = [{**cell.to_json(), "runs_dir": runs_dir} for cell in plan(request)]
+    log.info("%d cells: %s", len(cells), [(c["scenario"], c["target"]) for c in cells])
+    return cells
+
+
+@task(trigger_rule=TriggerRule.ALL_DONE, execution_timeout=PUBLISH_TIMEOUT, retries=0)
+def nightly_report(night: str) -> dict[str, Any]:
+    """The matrix report over every run of this DAG run (a cell whose run failed shows as an
+    error), the runs' own pages and the trend; returns the matrix summary."""
+    folder = steps.runs_root() / f"nightly-{night}"
+    run_dirs = sorted(p.parent for p in folder.glob("*/run.json"))
+    index = write_nightly_report(run_dirs, name=night)
+    log.info("matrix report: %s", index)
+    summary = read_summary(index)
+    return {"index": str(index), "conforms": summary["conforms"], "cells": summary["outcomes"]}
+
+
+@task(execution_timeout=PUBLISH_TIMEOUT, retries=0)
+def matrix_conforms(summary: dict[str, Any], expected_cells: list[dict[str, Any]]) -> None:
+    """Red unless every planned cell has a run and every run conforms."""
+    done = {(c["scenario"], c["target"]) for c in summary["cells"]}
+    missing = [
+        (c["scenario"], c["target"])
+        for c in expected_cells
+        if (c["scenario"], c["target"]) not in done
+    ]
+    bad = [
+        f"{c['scenario']}/{c['target']}: {c['message']}"
+        for c in summary["cells"]
+        if c["status"] != "conforms"
+    ]
+    if missing or bad:
+        raise MatrixNotConformingError(
+            f"matrix {summary['index']}: cells without a run {missing}; not conforming {bad}"
+        )

@@ -1,0 +1,116 @@
+"""One run as a report sees it: what ran, and whether it conforms, read from its run directory.
+
+A run whose checker left no verdict is still reported, as an error with the reason, so a
+matrix never silently drops a cell.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from eoslab.rundir import RunDir
+
+
+class Status(StrEnum):
+    CONFORMS = "conforms"
+    DOES_NOT_CONFORM = "does not conform"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A run's identity, verdict and figures (empty figures when the checker did not finish)."""
+
+    run_id: str
+    scenario: str
+    target: str
+    run_dir: str
+    status: Status
+    started_ms: int | None = None
+    ended_ms: int | None = None
+    checked_ms: int | None = None
+    """When the checker wrote the verdict: the cell's work ends there, not with the workload."""
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    mismatches: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    gx: dict[str, Any] = field(default_factory=dict)
+    data_docs: str | None = None
+    error: str | None = None
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_ms is None or self.ended_ms is None:
+            return None
+        return (self.ended_ms - self.started_ms) / 1000
+
+    @property
+    def cell(self) -> tuple[str, str]:
+        return (self.scenario, self.target)
+
+    def mismatch_message(self) -> str:
+        """One line per mismatching check: what was expected, what was seen."""
+        if self.status is Status.ERROR:
+            return self.error or "no verdict"
+        return "; ".join(
+            f"{m['name']}: expected {m['expected']}, observed {m['observed']}"
+            for m in self.mismatches
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "duration_s": self.duration_s}
+
+
+def load_outcome(run_dir: Path) -> RunOutcome:
+    """Read run.json and, when present, the checker's verdict.json and metrics.json."""
+    run = RunDir(run_dir)
+    try:
+        info = run.read_info()
+    except (OSError, ValidationError) as error:
+        return RunOutcome(
+            run_id=run.run_id,
+            scenario="?",
+            target="?",
+            run_dir=str(run.path),
+            status=Status.ERROR,
+            error=f"unreadable run.json ({error.__class__.__name__})",
+        )
+    identity = {
+        "run_id": info.run_id,
+        "scenario": info.scenario,
+        "target": info.target,
+        "run_dir": str(run.path),
+        "started_ms": info.started_ms,
+        "ended_ms": info.ended_ms,
+    }
+    if not run.verdict_json.is_file():
+        return RunOutcome(
+            **identity,
+            status=Status.ERROR,
+            error=f"the checker left no verdict ({run.verdict_json} is missing)",
+        )
+    verdict = json.loads(run.verdict_json.read_text())
+    metrics = json.loads(run.metrics_json.read_text()) if run.metrics_json.is_file() else {}
+    return RunOutcome(
+        **identity,
+        status=Status.CONFORMS if verdict["conforms"] else Status.DOES_NOT_CONFORM,
+        checked_ms=int(run.verdict_json.stat().st_mtime * 1000),
+        checks=verdict["checks"],
+        mismatches=verdict["mismatches"],
+        metrics=metrics,
+        gx=verdict.get("gx") or {},
+        data_docs=(verdict.get("links") or {}).get("data_docs"),
+    )
+
+
+def latest_per_cell(outcomes: list[RunOutcome]) -> list[RunOutcome]:
+    """One outcome per scenario x target: the last started (a retried cell ran twice)."""
+    latest: dict[tuple[str, str], RunOutcome] = {}
+    for outcome in sorted(outcomes, key=lambda o: (o.started_ms or 0, o.run_id)):
+        latest[outcome.cell] = outcome
+    return sorted(latest.values(), key=lambda o: o.cell)

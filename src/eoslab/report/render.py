@@ -1,0 +1,220 @@
+"""Write the reports: per run, per nightly matrix, and the trend over nights.
+
+Layout under the reports root (EOSLAB_REPORTS_DIR, default `reports/` in the checkout)::
+
+    reports/index.html                 the trend: conforming cells and run time per night
+    reports/runs/<run_id>/             one run: index.html, summary.json, junit.xml
+    reports/nightly/<name>/            one matrix: index.html, summary.json, junit.xml
+
+Every index.html is self-contained (CSS and plots inline); links to Data Docs, logs and run
+files are relative, so a reports folder copied with its runs stays browsable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from eoslab.paths import lab_dir, project_root
+from eoslab.report.junit import junit_xml
+from eoslab.report.outcome import RunOutcome, Status, latest_per_cell, load_outcome
+from eoslab.report.plots import run_figure_svg, trend_figure_svg
+from eoslab.rundir import RunDir
+
+ANOMALY_EXAMPLE_COLUMNS = 8
+
+
+def reports_root() -> Path:
+    configured = os.environ.get("EOSLAB_REPORTS_DIR")
+    return Path(configured) if configured else project_root() / "reports"
+
+
+def _templates() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("eoslab.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["rounded"] = _rounded
+    return environment
+
+
+def _rounded(value: Any) -> Any:
+    """Figures as people read them: floats to two decimals, inside dicts and lists too."""
+    if isinstance(value, float):
+        return round(value, 2)
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rounded(item) for item in value]
+    return value
+
+
+def _link(target: str | Path | None, page_dir: Path) -> str | None:
+    """A relative link from a report page to a file on disk (None stays None)."""
+    if not target:
+        return None
+    return os.path.relpath(Path(target), page_dir)
+
+
+def _matrix(outcomes: list[RunOutcome], page_dir: Path, root: Path) -> dict[str, Any]:
+    """Rows of scenarios, columns of targets; each cell a status and a link to its run page."""
+    targets = sorted({o.target for o in outcomes})
+    cells = {
+        o.cell: {
+            "status": o.status.value,
+            "css": o.status.name.lower(),
+            "href": _link(root / "runs" / o.run_id / "index.html", page_dir),
+            "title": o.mismatch_message() or "every check as expected",
+        }
+        for o in outcomes
+    }
+    scenarios = sorted({o.scenario for o in outcomes})
+    return {
+        "targets": targets,
+        "rows": [(s, [cells.get((s, t)) for t in targets]) for s in scenarios],
+    }
+
+
+def _write(out_dir: Path, html: str, summary: dict[str, Any], junit: str) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    (out_dir / "junit.xml").write_text(junit + "\n")
+    index = out_dir / "index.html"
+    index.write_text(html)
+    return index
+
+
+def _anomaly_rows(outcome: RunOutcome) -> list[dict[str, Any]]:
+    """Anomaly checks that saw something, with their example rows (a few columns each)."""
+    rows = []
+    for check in outcome.checks:
+        if check["observed"] and not check["name"].startswith("errors."):
+            examples = check.get("examples") or []
+            columns = list(examples[0])[:ANOMALY_EXAMPLE_COLUMNS] if examples else []
+            rows.append({**check, "columns": columns})
+    return rows
+
+
+def write_run_report(run_dir: Path, reports: Path | None = None) -> Path:
+    """reports/runs/<run_id>/{index.html,summary.json,junit.xml}; returns index.html."""
+    root = reports or reports_root()
+    outcome = load_outcome(run_dir)
+    page_dir = root / "runs" / outcome.run_id
+    run = RunDir(run_dir)
+    links = {
+        "GX Data Docs": _link(outcome.data_docs, page_dir),
+        "run.json": _link(run.run_json, page_dir),
+        "verdict.json": _link(run.verdict_json, page_dir) if run.verdict_json.is_file() else None,
+        "metrics.json": _link(run.metrics_json, page_dir) if run.metrics_json.is_file() else None,
+        "faults.jsonl": _link(run.faults_jsonl, page_dir) if run.faults_jsonl.is_file() else None,
+        "anomaly tables": _link(run.anomalies_dir, page_dir)
+        if run.anomalies_dir.is_dir()
+        else None,
+        "lab logs": _link(lab_dir() / "logs", page_dir),
+    }
+    html = (
+        _templates()
+        .get_template("run.html.j2")
+        .render(
+            outcome=outcome,
+            matrix=_matrix([outcome], page_dir, root),
+            anomalies=_anomaly_rows(outcome),
+            figure=run_figure_svg(run.path),
+            links={name: href for name, href in links.items() if href},
+            generated=_now(),
+        )
+    )
+    return _write(page_dir, html, outcome.to_json(), junit_xml(outcome.run_id, [outcome]))
+
+
+def write_nightly_report(
+    run_dirs: list[Path], name: str | None = None, reports: Path | None = None
+) -> Path:
+    """One matrix report over the given runs (the last run of each cell counts), plus every
+    run's own page and the trend index; returns the matrix's index.html."""
+    root = reports or reports_root()
+    name = name or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    outcomes = latest_per_cell([load_outcome(Path(d)) for d in run_dirs])
+    for outcome in outcomes:
+        write_run_report(Path(outcome.run_dir), root)
+    page_dir = root / "nightly" / name
+    summary = {
+        "name": name,
+        "generated": _now(),
+        "cells": len(outcomes),
+        "conforming": sum(o.status is Status.CONFORMS for o in outcomes),
+        "conforms": bool(outcomes) and all(o.status is Status.CONFORMS for o in outcomes),
+        "run_time_s": _span_s(outcomes),
+        "outcomes": [
+            {
+                "scenario": o.scenario,
+                "target": o.target,
+                "status": o.status.value,
+                "run_id": o.run_id,
+                "run_dir": o.run_dir,
+                "message": o.mismatch_message(),
+                "duration_s": o.duration_s,
+            }
+            for o in outcomes
+        ],
+    }
+    html = (
+        _templates()
+        .get_template("nightly.html.j2")
+        .render(
+            summary=summary,
+            outcomes=outcomes,
+            matrix=_matrix(outcomes, page_dir, root),
+            trend_href=_link(root / "index.html", page_dir),
+            generated=summary["generated"],
+        )
+    )
+    index = _write(page_dir, html, summary, junit_xml(f"eoslab nightly {name}", outcomes))
+    write_trend(root)
+    return index
+
+
+def read_summary(index: Path) -> dict[str, Any]:
+    """The summary.json beside a report's index.html."""
+    return json.loads((index.parent / "summary.json").read_text())
+
+
+def write_trend(reports: Path | None = None) -> Path:
+    """reports/index.html: every nightly matrix, newest first, and the trend plot."""
+    root = reports or reports_root()
+    nights = []
+    for summary_file in sorted((root / "nightly").glob("*/summary.json")):
+        summary = json.loads(summary_file.read_text())
+        nights.append({**summary, "href": _link(summary_file.parent / "index.html", root)})
+    html = (
+        _templates()
+        .get_template("trend.html.j2")
+        .render(nights=nights[::-1], figure=trend_figure_svg(nights), generated=_now())
+    )
+    root.mkdir(parents=True, exist_ok=True)
+    index = root / "index.html"
+    index.write_text(html)
+    return index
+
+
+def _span_s(outcomes: list[RunOutcome]) -> float | None:
+    """Wall time from the first run's start to the last verdict (or run end, unchecked)."""
+    starts = [o.started_ms for o in outcomes if o.started_ms is not None]
+    ends = [
+        max(t for t in (o.ended_ms, o.checked_ms) if t is not None)
+        for o in outcomes
+        if o.ended_ms is not None or o.checked_ms is not None
+    ]
+    return (max(ends) - min(starts)) / 1000 if starts and ends else None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())

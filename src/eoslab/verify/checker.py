@@ -1,0 +1,106 @@
+"""Check one run: read its topic and history, derive anomalies, validate the suites, judge.
+
+Everything it writes goes under ``RUN_DIR/checker/`` (replaced on every check): the anomaly
+tables (Parquet, one folder per anomaly), ``metrics.json``, the GX context with its Data Docs
+(``gx/``) and ``verdict.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from eoslab.rundir import RunDir
+from eoslab.verify import anomalies, metrics, suites
+from eoslab.verify.history import read_history
+from eoslab.verify.ledger import build_ledger
+from eoslab.verify.spark_session import build_session
+from eoslab.verify.topic_reader import TopicRecords, classify, read_raw
+from eoslab.verify.verdict import MAX_EXAMPLES, Verdict, build_verdict, expected_checks, judge
+
+
+def _write_table(table: DataFrame, path: Path) -> int:
+    """Write one anomaly table; its row count, from the Parquet footers (no Spark job)."""
+    table.write.mode("overwrite").parquet(str(path))
+    return sum(pq.read_metadata(part).num_rows for part in path.glob("*.parquet"))
+
+
+def _examples(spark: SparkSession, path: Path) -> list[dict[str, Any]]:
+    """The first rows of a written anomaly table, in log order."""
+    rows = spark.read.parquet(str(path)).orderBy("partition", "offset").limit(MAX_EXAMPLES)
+    return [row.asDict() for row in rows.collect()]
+
+
+def verify_run(
+    run_dir: Path,
+    spark: SparkSession | None = None,
+    master: str | None = None,
+    bootstrap: str | None = None,
+) -> Verdict:
+    """Check the run in ``run_dir`` and write its verdict; ``bootstrap`` overrides run.json's
+    (the topic read from elsewhere than where it was written, e.g. through another listener)."""
+    run = RunDir(run_dir)
+    info = run.read_info()
+    expected = expected_checks(info.expected)
+    spark = spark or build_session(master)
+    shutil.rmtree(run.checker_dir, ignore_errors=True)
+    run.anomalies_dir.mkdir(parents=True)
+
+    cached: list[DataFrame] = []
+
+    def cache(frame: DataFrame) -> DataFrame:
+        cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+        return frame
+
+    try:
+        raw = read_raw(spark, bootstrap or info.bootstrap, info.topic, info.partitions)
+        classified = cache(classify(raw, info.run_id))
+        classified.count()  # the log as of now: later actions reuse this snapshot
+        topic = TopicRecords.split(classified)
+        history = cache(read_history(spark, run.history_dir))
+        ledger = cache(build_ledger(topic.records, history))
+        tables = {**anomalies.derive(ledger), anomalies.FOREIGN: topic.foreign}
+        counts: dict[str, int] = {}
+        examples: dict[str, list[dict[str, Any]]] = {}
+        for name, table in tables.items():
+            counts[name] = _write_table(table, run.anomaly_dir(name))
+            examples[name] = _examples(spark, run.anomaly_dir(name)) if counts[name] else []
+
+        history_figures = metrics.history_summary(history)
+        figures = {
+            "run_id": info.run_id,
+            "partitions": info.partitions,
+            **metrics.log_summary(topic.records, topic.foreign),
+            "anomalies": counts,
+            **history_figures,
+        }
+        run.metrics_json.write_text(json.dumps(figures, indent=2) + "\n")
+
+        gx_report = suites.validate(ledger, run.checker_dir, counts)
+        observed = {
+            **counts,
+            **{f"errors.{name}": n for name, n in history_figures["errors"].items()},
+        }
+        verdict = build_verdict(
+            run_id=info.run_id,
+            scenario=info.scenario,
+            target=info.target,
+            checks=judge(expected, observed, examples),
+            gx=gx_report.to_json(),
+            links={
+                "anomalies": {name: str(run.anomaly_dir(name)) for name in tables},
+                "metrics": str(run.metrics_json),
+                "data_docs": gx_report.data_docs,
+            },
+        )
+        run.verdict_json.write_text(json.dumps(verdict.to_json(), indent=2, default=str) + "\n")
+        return verdict
+    finally:
+        for frame in cached:
+            frame.unpersist()

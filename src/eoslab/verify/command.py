@@ -1,0 +1,67 @@
+"""`eoslab verify RUN_DIR`: check a run and print its verdict.
+
+Exit codes: 0 the run conforms, 1 it does not, 2 the run directory or a suite is unusable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from eoslab.verify.checker import verify_run
+from eoslab.verify.spark_session import DEFAULT_MASTER
+from eoslab.verify.suites import SuiteFileError
+from eoslab.verify.verdict import ExpectationError, Verdict
+
+app = typer.Typer(help="Check a run: anomalies, GX suites, verdict.", no_args_is_help=True)
+console = Console()
+errors = Console(stderr=True)
+
+
+@app.command()
+def verify(
+    run_dir: Annotated[
+        Path,
+        typer.Argument(exists=True, file_okay=False, help="The run directory (holds run.json)."),
+    ],
+    master: Annotated[
+        str | None, typer.Option(help=f"Spark master (default {DEFAULT_MASTER}).")
+    ] = None,
+    bootstrap: Annotated[
+        str | None, typer.Option(help="Read the topic from these bootstrap servers instead.")
+    ] = None,
+) -> None:
+    """Read the run's topic (Spark's Kafka source) and history, derive every anomaly, validate
+    the GX suites and write RUN_DIR/checker/verdict.json."""
+    try:
+        verdict = verify_run(run_dir, master=master, bootstrap=bootstrap)
+    except (ExpectationError, SuiteFileError, FileNotFoundError, ValidationError) as error:
+        errors.print(f"[bold red]error:[/] {error}", highlight=False)
+        raise typer.Exit(code=2) from error
+    print_verdict(verdict)
+    if not verdict.conforms:
+        raise typer.Exit(code=1)
+
+
+def print_verdict(verdict: Verdict) -> None:
+    table = Table(title=f"verdict of {verdict.run_id} ({verdict.scenario} on {verdict.target})")
+    for column in ("check", "expected", "observed", ""):
+        table.add_column(column)
+    for check in verdict.checks:
+        mark = "[green]ok[/]" if check.conforms else "[red]MISMATCH[/]"
+        table.add_row(check.name, check.expected, str(check.observed), mark)
+    console.print(table)
+    gx = verdict.gx
+    console.print(
+        f"GX suites: {'passed' if gx['success'] else 'failed'}"
+        + ("" if gx["agrees_with_anomalies"] else " [red](disagree with the anomaly tables)[/]")
+        + f"; Data Docs: {verdict.links['data_docs']}"
+    )
+    console.print(
+        "[bold green]conforms[/]" if verdict.conforms else "[bold red]does not conform[/]"
+    )

@@ -1,0 +1,175 @@
+"""The naive checker: one process, a confluent-kafka consumer and Python dicts.
+
+It exists as the benchmark's comparison point for the Spark checker, and computes the very same
+counts (see :mod:`eoslab.verify.anomalies` for the definitions): a second, independent
+implementation the tests hold the Spark one against.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from eoslab.message import MessageFormatError, decode
+from eoslab.rundir import Outcome, RunDir
+from eoslab.verify.anomalies import ANOMALIES, FOREIGN
+from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
+
+BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    partition: int
+    offset: int
+    session_id: str
+    seq: int
+    key: str
+    key_seq: int
+
+
+@dataclass(frozen=True)
+class NaiveResult:
+    counts: dict[str, int]
+    records: int
+
+
+def read_log(
+    bootstrap: str, topic: str, partitions: int, run_id: str, timeout_s: float = 600.0
+) -> tuple[list[LogRecord], int]:
+    """The run's records in (partition, offset) order, and how many records were foreign."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"eoslab-naive-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "queued.min.messages": 100_000,
+        }
+    )
+    try:
+        ends: dict[int, int] = {}
+        starts = []
+        for partition in range(partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+            if high > low:
+                ends[partition] = high
+                starts.append(TopicPartition(topic, partition, low))
+        consumer.assign(starts)
+        by_partition: dict[int, list[LogRecord]] = defaultdict(list)
+        foreign = 0
+        deadline = time.monotonic() + timeout_s
+        while ends:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: partitions {sorted(ends)} not read in {timeout_s} s")
+            for message in consumer.consume(BATCH, timeout=1.0):
+                if message.error():
+                    raise KafkaException(message.error())
+                partition, offset = message.partition(), message.offset()
+                if partition not in ends or offset >= ends[partition]:
+                    continue
+                if offset == ends[partition] - 1:
+                    del ends[partition]
+                record = _run_record(message.key(), message.value(), partition, offset, run_id)
+                if record is None:
+                    foreign += 1
+                else:
+                    by_partition[partition].append(record)
+        return [r for p in sorted(by_partition) for r in by_partition[p]], foreign
+    finally:
+        consumer.close()
+
+
+def _run_record(
+    key: bytes | None, value: bytes | None, partition: int, offset: int, run_id: str
+) -> LogRecord | None:
+    try:
+        message = decode(key, value)
+    except MessageFormatError:
+        return None
+    if message.run_id != run_id or message.partition != partition:
+        return None
+    return LogRecord(
+        partition, offset, message.session_id, message.seq, message.key, message.key_seq
+    )
+
+
+def read_history(history_dir: Path) -> Iterator[tuple[str, int, int, str, int, str]]:
+    """(session_id, partition, seq, key, key_seq, outcome) of every history row."""
+    if not any(history_dir.glob("*.parquet")):
+        return
+    columns = ("session_id", "partition", "seq", "key", "key_seq", "outcome")
+    table = pq.read_table(history_dir, columns=list(columns)).to_pydict()
+    yield from zip(*(table[c] for c in columns), strict=True)
+
+
+def _missing(present: set[int], excused: set[int]) -> int:
+    """Sequences below the highest present one, neither present nor excused."""
+    return sum(1 for s in range(max(present)) if s not in present and s not in excused)
+
+
+def count_anomalies(
+    log: Iterable[LogRecord], history: Iterable[tuple[str, int, int, str, int, str]]
+) -> dict[str, int]:
+    """Every anomaly count, from records in (partition, offset) order and the history rows."""
+    outcome_of: dict[tuple[str, int, int], str] = {}
+    excused: dict[tuple[str, int], set[int]] = defaultdict(set)
+    key_excused: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for session_id, partition, seq, key, key_seq, outcome in history:
+        outcome_of[(session_id, partition, seq)] = outcome
+        if outcome in EXCUSED_OUTCOMES:
+            excused[(session_id, partition)].add(seq)
+            key_excused[(session_id, key)].add(key_seq)
+
+    counts = Counter(dict.fromkeys(ANOMALIES, 0))
+    copies: Counter[tuple[str, int, int]] = Counter()
+    key_copies: Counter[tuple[str, str, int]] = Counter()
+    present: dict[tuple[str, int], set[int]] = defaultdict(set)
+    key_present: dict[tuple[str, str], set[int]] = defaultdict(set)
+    highest: dict[tuple[str, int], int] = {}
+    key_highest: dict[tuple[str, str, int], int] = {}
+    for r in log:
+        identity = (r.session_id, r.partition, r.seq)
+        copies[identity] += 1
+        key_copies[(r.session_id, r.key, r.key_seq)] += 1
+        outcome = outcome_of.get(identity)
+        if outcome is None:
+            counts["phantom"] += 1
+            continue
+        present[(r.session_id, r.partition)].add(r.seq)
+        key_present[(r.session_id, r.key)].add(r.key_seq)
+        if copies[identity] == 1:
+            counts["indeterminate"] += outcome in NOT_ACKED_OUTCOMES
+            stream = (r.session_id, r.partition)
+            counts["reorder"] += r.seq < highest.get(stream, -1)
+            highest[stream] = max(highest.get(stream, -1), r.seq)
+        if key_copies[(r.session_id, r.key, r.key_seq)] == 1:
+            key_stream = (r.session_id, r.key, r.partition)
+            counts["key_reorder"] += r.key_seq < key_highest.get(key_stream, -1)
+            key_highest[key_stream] = max(key_highest.get(key_stream, -1), r.key_seq)
+
+    counts["duplicate"] = sum(n - 1 for n in copies.values())
+    counts["key_duplicate"] = sum(n - 1 for n in key_copies.values())
+    counts["lost"] = sum(
+        1
+        for identity, outcome in outcome_of.items()
+        if outcome == Outcome.ACK and identity not in copies
+    )
+    counts["gap"] = sum(_missing(seqs, excused[s]) for s, seqs in present.items())
+    counts["key_gap"] = sum(_missing(seqs, key_excused[s]) for s, seqs in key_present.items())
+    return dict(counts)
+
+
+def check(run_dir: Path, bootstrap: str | None = None) -> NaiveResult:
+    """Count the anomalies of the run in ``run_dir`` (nothing is written)."""
+    run = RunDir(run_dir)
+    info = run.read_info()
+    log, foreign = read_log(bootstrap or info.bootstrap, info.topic, info.partitions, info.run_id)
+    counts = count_anomalies(log, read_history(run.history_dir))
+    return NaiveResult(counts={**counts, FOREIGN: foreign}, records=len(log))

@@ -1,0 +1,55 @@
+"""The checker's SparkSession: local, small, loopback-only, with Spark's Kafka source on the path.
+
+The checker reads hundreds to millions of records on a shared 2-core machine: few shuffle
+partitions keep small runs from paying for 200 empty tasks, and the UI is off because nobody
+watches it. The driver binds loopback like every other lab process.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+from eoslab.paths import spark_jars
+
+DEFAULT_MASTER = "local[2]"
+SHUFFLE_PARTITIONS = 4
+DRIVER_MEMORY = "2g"
+"""Local mode runs the executors inside the driver: millions of records are cached there."""
+APP_NAME = "eoslab-verify"
+
+
+def kafka_jars() -> list[str]:
+    """Every jar of Spark's Kafka connector fetched by `make setup`."""
+    jars = sorted(str(jar) for jar in spark_jars().glob("*.jar"))
+    if not jars:
+        raise FileNotFoundError(f"no Spark Kafka jars in {spark_jars()}; run `make setup`")
+    return jars
+
+
+def under_spark_submit() -> bool:
+    """Whether spark-submit started this Python (it then owns the JVM and the master)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(master: str | None = None) -> SparkSession:
+    """The session the checker runs in (an already running one is reused with these settings).
+
+    ``master`` defaults to spark-submit's under spark-submit, else to ``local[2]``."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # read when the JVM starts
+    builder = SparkSession.builder.appName(APP_NAME)
+    if master or not under_spark_submit():
+        builder = builder.master(master or DEFAULT_MASTER)
+    return (
+        builder.config("spark.jars", ",".join(kafka_jars()))
+        .config("spark.driver.memory", DRIVER_MEMORY)
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+        .config("spark.default.parallelism", str(SHUFFLE_PARTITIONS))
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )

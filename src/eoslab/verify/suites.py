@@ -1,0 +1,197 @@
+"""Great Expectations: load the versioned suites from ``expectations/``, validate the ledger.
+
+The suites live in the repository as JSON files (``name``, ``version``, ``description``,
+``expectations``: GX expectation configurations whose ``meta.anomalies`` names the anomaly
+tables each expectation stands for). Every run gets a file-backed GX context under
+``RUN_DIR/checker/gx/``: the suites, the validation results and the Data Docs of that run.
+
+Each expectation is also held against the anomaly counts: it must succeed exactly when its
+anomalies are absent. A disagreement means the SQL of a suite and the Spark derivation of the
+anomalies drifted apart, which is a checker bug, not a property of the system under test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+import great_expectations as gx
+from great_expectations.checkpoint import UpdateDataDocsAction
+from great_expectations.data_context.types.base import ProgressBarsConfig
+from pyspark.sql import DataFrame
+
+from eoslab.paths import project_root
+
+SUITE_NAMES = ("exactly_once", "partition_order")
+DATASOURCE = "eoslab"
+LEDGER_ASSET = "ledger"
+CHECKPOINT = "verify"
+
+
+class SuiteFileError(ValueError):
+    """A suite file that is not a valid versioned GX suite."""
+
+
+def expectations_dir() -> Path:
+    """``expectations/`` at the root of the checkout."""
+    return project_root() / "expectations"
+
+
+@dataclass(frozen=True)
+class SuiteFile:
+    name: str
+    version: int
+    description: str
+    expectations: list[dict[str, Any]]
+
+    @classmethod
+    def load(cls, path: Path) -> SuiteFile:
+        try:
+            data = json.loads(path.read_text())
+            suite = cls(
+                name=data["name"],
+                version=int(data["version"]),
+                description=data.get("description", ""),
+                expectations=list(data["expectations"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise SuiteFileError(f"{path}: {error}") from error
+        if suite.name != path.stem:
+            raise SuiteFileError(f"{path}: names suite {suite.name!r}, expected {path.stem!r}")
+        return suite
+
+    def to_gx(self) -> gx.ExpectationSuite:
+        """The GX suite; every expectation must survive (GX raises on some invalid ones and logs
+        and drops others)."""
+        try:
+            suite = gx.ExpectationSuite(
+                name=self.name,
+                expectations=[dict(e) for e in self.expectations],
+                meta={"version": self.version, "description": self.description},
+            )
+        except ValueError as error:  # pydantic's ValidationError among them
+            raise SuiteFileError(f"suite {self.name}: {error}") from error
+        if len(suite.expectations) != len(self.expectations):
+            raise SuiteFileError(
+                f"suite {self.name}: GX accepted {len(suite.expectations)} of "
+                f"{len(self.expectations)} expectations (see the GX log for the rejected one)"
+            )
+        return suite
+
+
+def load_suites(directory: Path | None = None) -> list[SuiteFile]:
+    """The checker's suites, from ``expectations/<name>.json``."""
+    directory = directory or expectations_dir()
+    return [SuiteFile.load(directory / f"{name}.json") for name in SUITE_NAMES]
+
+
+@dataclass(frozen=True)
+class ExpectationOutcome:
+    suite: str
+    type: str
+    check: str
+    success: bool
+    unexpected: int | None
+    anomalies: list[str]
+    agrees: bool
+
+
+@dataclass(frozen=True)
+class GxReport:
+    success: bool
+    agrees_with_anomalies: bool
+    suites: dict[str, dict[str, Any]]
+    expectations: list[ExpectationOutcome]
+    data_docs: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _unexpected(result: Mapping[str, Any]) -> int | None:
+    """How many rows broke an expectation (map expectations count, query ones observe)."""
+    for field in ("unexpected_count", "observed_value"):
+        value = result.get(field)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def validate(
+    ledger: DataFrame,
+    checker_dir: Path,
+    anomaly_counts: Mapping[str, int],
+    suites: list[SuiteFile] | None = None,
+) -> GxReport:
+    """Validate every suite against the ledger in a GX file context under
+    ``checker_dir/gx/`` and build its Data Docs."""
+    suites = suites if suites is not None else load_suites()
+    context = gx.get_context(mode="file", project_root_dir=str(checker_dir))
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    context.variables.save()
+    batch = (
+        context.data_sources.add_spark(name=DATASOURCE, persist=False)  # the caller persists
+        .add_dataframe_asset(name=LEDGER_ASSET)
+        .add_batch_definition_whole_dataframe("whole ledger")
+    )
+    definitions = [
+        context.validation_definitions.add(
+            gx.ValidationDefinition(
+                name=f"{suite.name} on {LEDGER_ASSET}",
+                data=batch,
+                suite=context.suites.add(suite.to_gx()),
+            )
+        )
+        for suite in suites
+    ]
+    checkpoint = context.checkpoints.add(
+        gx.Checkpoint(
+            name=CHECKPOINT,
+            validation_definitions=definitions,
+            actions=[UpdateDataDocsAction(name="data docs")],
+            result_format={"result_format": "BASIC"},
+        )
+    )
+    run = checkpoint.run(batch_parameters={"dataframe": ledger})
+    versions = {suite.name: suite.version for suite in suites}
+    outcomes: list[ExpectationOutcome] = []
+    summary: dict[str, dict[str, Any]] = {}
+    for suite_result in run.run_results.values():
+        name = suite_result.suite_name
+        summary[name] = {"version": versions[name], "success": bool(suite_result.success)}
+        for result in suite_result.results:
+            config = result.expectation_config
+            meta = config.meta or {}
+            anomalies = list(meta.get("anomalies", []))
+            success = bool(result.success)
+            outcomes.append(
+                ExpectationOutcome(
+                    suite=name,
+                    type=config.type,
+                    check=meta.get("check", config.type),
+                    success=success,
+                    unexpected=_unexpected(result.result or {}),
+                    anomalies=anomalies,
+                    agrees=success == all(anomaly_counts.get(a, 0) == 0 for a in anomalies),
+                )
+            )
+    return GxReport(
+        success=bool(run.success),
+        agrees_with_anomalies=all(o.agrees for o in outcomes),
+        suites=summary,
+        expectations=outcomes,
+        data_docs=_data_docs_index(context),
+    )
+
+
+def _data_docs_index(context: Any) -> str | None:
+    """The local path of the Data Docs index page."""
+    for site in context.get_docs_sites_urls():
+        url = site.get("site_url")
+        if url and url.startswith("file://"):
+            return unquote(urlparse(url).path)
+    return None

@@ -1,0 +1,112 @@
+"""Read a run's topic through Spark's Kafka source and parse the workload's messages.
+
+Parsing is plain SQL (``split`` and ``try_cast``), never a Python UDF: it stays in the JVM and
+scales with the cluster. Every record keeps its Kafka partition and offset, so that each anomaly
+can be located in the log.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as sf
+
+from eoslab.message import FIELD_INDEX, FIELDS, FORMAT_TAG, SEPARATOR
+
+RECORD_COLUMNS = (
+    "session_id",
+    "producer",
+    "partition",
+    "offset",
+    "seq",
+    "key",
+    "key_seq",
+)
+"""A run record: who sent it and its sequences (from the value), where it is (Kafka)."""
+
+FOREIGN_COLUMNS = ("partition", "offset", "reason", "value_head")
+FETCH_BYTES = 16 * 1024 * 1024
+"""Per fetch: the Java client's 1 MiB per partition halves the read rate of small records."""
+
+
+@dataclass(frozen=True)
+class TopicRecords:
+    """The topic split into this run's workload records and everything else."""
+
+    records: DataFrame
+    foreign: DataFrame
+
+    @classmethod
+    def split(cls, classified: DataFrame) -> TopicRecords:
+        """Split the output of :func:`classify` on its ``reason`` column."""
+        foreign = classified.where(sf.col("reason").isNotNull())
+        return cls(
+            records=classified.where(sf.col("reason").isNull()).select(*RECORD_COLUMNS),
+            foreign=foreign.select(*FOREIGN_COLUMNS),
+        )
+
+
+def read_raw(spark: SparkSession, bootstrap: str, topic: str, partitions: int) -> DataFrame:
+    """Every record of every partition, earliest to the latest offset at read time."""
+    return (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("assign", json.dumps({topic: list(range(partitions))}))
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .option("failOnDataLoss", "true")
+        .option("kafka.max.partition.fetch.bytes", str(FETCH_BYTES))
+        .option("kafka.fetch.max.bytes", str(FETCH_BYTES))
+        .load()
+    )
+
+
+def _field(parts: Column, name: str) -> Column:
+    return sf.try_element_at(parts, sf.lit(FIELD_INDEX[name] + 1))
+
+
+def classify(raw: DataFrame, run_id: str) -> DataFrame:
+    """Parse every raw Kafka row; ``reason`` is null for this run's records and says why any
+    other row is foreign: another format, another run, or a value naming another partition than
+    the one the record is in."""
+    parts = sf.split(sf.col("value").cast("string"), "\\" + SEPARATOR)
+    parsed = raw.select(
+        sf.col("partition").cast("int").alias("partition"),
+        sf.col("offset"),
+        sf.col("value").cast("string").alias("text"),
+        parts.alias("parts"),
+    ).select(
+        "partition",
+        "offset",
+        "text",
+        sf.size("parts").alias("field_count"),
+        _field(sf.col("parts"), "tag").alias("tag"),
+        _field(sf.col("parts"), "run_id").alias("run_id"),
+        _field(sf.col("parts"), "session_id").alias("session_id"),
+        _field(sf.col("parts"), "producer").try_cast("int").alias("producer"),
+        _field(sf.col("parts"), "partition").try_cast("int").alias("value_partition"),
+        _field(sf.col("parts"), "seq").try_cast("bigint").alias("seq"),
+        _field(sf.col("parts"), "key").alias("key"),
+        _field(sf.col("parts"), "key_seq").try_cast("bigint").alias("key_seq"),
+    )
+    well_formed = (
+        (sf.col("tag") == FORMAT_TAG)
+        & (sf.col("field_count") == len(FIELDS))
+        & sf.col("producer").isNotNull()
+        & sf.col("value_partition").isNotNull()
+        & sf.col("seq").isNotNull()
+        & sf.col("key_seq").isNotNull()
+    )
+    reason = (
+        sf.when(sf.col("text").isNull(), sf.lit("null value"))
+        .when(~sf.coalesce(well_formed, sf.lit(False)), sf.lit("not an eos1 message"))
+        .when(sf.col("run_id") != run_id, sf.lit("another run"))
+        .when(sf.col("value_partition") != sf.col("partition"), sf.lit("in another partition"))
+    )
+    return parsed.withColumn("reason", reason).select(
+        *RECORD_COLUMNS,
+        "reason",
+        sf.when(sf.col("reason").isNotNull(), sf.substring("text", 1, 80)).alias("value_head"),
+    )

@@ -1,0 +1,90 @@
+"""`airflow dags test` of both DAGs against the session's lab: small runs, the real checker
+(spark-submit through the Spark provider), the reports they leave."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from dag_runner import DagRunner, tail
+
+pytestmark = pytest.mark.lab
+
+BASELINE_RECORDS = 300
+
+
+def only_run(folder: Path, scenario: str, target: str) -> Path:
+    found = [p.parent for p in folder.glob(f"*-{scenario}-{target}-*/run.json")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize("target", ["refbroker", "kafka"])
+def test_scenario_dag_runs_a_conforming_baseline_and_reports_it(
+    dag_runner: DagRunner, target: str
+) -> None:
+    conf = {"scenario": "baseline", "target": target, "records": BASELINE_RECORDS}
+    done = dag_runner.test("eos_scenario", json.dumps(conf), f"scenario-{target}")
+    assert done.returncode == 0, tail(done)
+
+    run_dir = only_run(dag_runner.runs, "baseline", target)
+    verdict = json.loads((run_dir / "checker" / "verdict.json").read_text())
+    assert verdict["conforms"] is True, verdict["mismatches"]
+    assert verdict["gx"]["success"] is True
+    report = dag_runner.reports / "runs" / run_dir.name
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["status"] == "conforms"
+    assert summary["metrics"]["records"] == BASELINE_RECORDS
+    assert 'class="verdict conforms"' in (report / "index.html").read_text()
+    suite = ET.parse(report / "junit.xml").getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
+
+
+def test_nightly_dag_reports_the_negative_control_as_conforming_because_found(
+    dag_runner: DagRunner,
+) -> None:
+    conf = {"matrix": "default", "scenarios": ["no-idempotence"], "targets": ["kafka"]}
+    done = dag_runner.test("eos_nightly", json.dumps(conf), "nightly")
+    assert done.returncode == 0, tail(done)
+
+    [night] = list((dag_runner.reports / "nightly").iterdir())
+    summary = json.loads((night / "summary.json").read_text())
+    assert (summary["cells"], summary["conforming"], summary["conforms"]) == (1, 1, True)
+    [cell] = summary["outcomes"]
+    assert (cell["scenario"], cell["target"], cell["status"]) == (
+        "no-idempotence",
+        "kafka",
+        "conforms",
+    )
+
+    run_report = dag_runner.reports / "runs" / cell["run_id"]
+    checks = {c["name"]: c for c in json.loads((run_report / "summary.json").read_text())["checks"]}
+    assert checks["duplicate"]["expected"] == ">0"
+    assert checks["duplicate"]["observed"] > 0
+    assert checks["duplicate"]["conforms"]
+    assert checks["duplicate"]["examples"], "the report shows the duplicates it found"
+    assert checks["lost"]["observed"] == 0
+    assert 'id="anomaly-duplicate"' in (run_report / "index.html").read_text()
+    assert night.name in (dag_runner.reports / "index.html").read_text()  # the trend lists it
+
+
+def test_a_lab_that_is_down_turns_the_health_task_red_with_the_fix(
+    dag_runner: DagRunner, tmp_path: Path
+) -> None:
+    """No broker answers: the DAG run fails at once, in lab_health, and says what to do."""
+    env = {
+        **dag_runner.env,
+        "EOSLAB_LAB_DIR": str(tmp_path / "no-lab"),
+        "EOSLAB_PORT_OFFSET": "40000",
+    }
+    down = DagRunner(env, tmp_path / "runs", tmp_path / "reports", dag_runner.logs)
+    done = down.test(
+        "eos_scenario", json.dumps({"scenario": "baseline", "target": "kafka"}), "lab-down"
+    )
+    assert done.returncode != 0
+    output = done.stdout + done.stderr
+    assert "LabUnhealthyError" in output
+    assert "make lab up" in output
+    assert not (tmp_path / "runs").exists()  # nothing ran

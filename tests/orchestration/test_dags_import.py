@@ -1,0 +1,61 @@
+"""The DAG files import cleanly under Airflow 3 and say what the lab needs of them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from eoslab.scenarios.catalogue import catalogue
+
+INSPECT = """
+import json
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag()  # the DAGs folder of the environment
+print(json.dumps({
+    "errors": {k: str(v) for k, v in bag.import_errors.items()},
+    "dags": {
+        dag_id: {
+            "schedule": str(dag.schedule),
+            "catchup": dag.catchup,
+            "params": {k: bag.dags[dag_id].params.get_param(k).schema for k in dag.params},
+            "untimed": [t.task_id for t in dag.tasks if t.execution_timeout is None],
+            "tasks": sorted(t.task_id for t in dag.tasks),
+        }
+        for dag_id, dag in bag.dags.items()
+    },
+}))
+"""
+
+
+def test_dags_import_without_errors_and_bound_every_task(airflow_env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", INSPECT],
+        env=airflow_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["errors"] == {}
+    assert set(found["dags"]) == {"eos_scenario", "eos_nightly"}
+    for dag in found["dags"].values():
+        assert dag["untimed"] == []  # a dead broker ends a task, never hangs it
+
+    scenario = found["dags"]["eos_scenario"]
+    assert scenario["params"]["scenario"]["enum"] == sorted(catalogue())
+    assert scenario["params"]["target"]["enum"] == ["kafka", "refbroker"]
+    assert scenario["params"]["producer_overrides"]["type"] == "object"
+    assert "integer" in scenario["params"]["records"]["type"]
+    assert "integer" in scenario["params"]["seed"]["type"]
+    assert "spark_checker" in scenario["tasks"]
+    assert "gx_validation" in scenario["tasks"]
+
+    nightly = found["dags"]["eos_nightly"]
+    assert nightly["schedule"] == "@daily"
+    assert nightly["catchup"] is False
+    assert nightly["params"]["matrix"]["enum"] == ["default", "full"]
+    assert "cell.spark_checker" in nightly["tasks"]
+    assert "nightly_report" in nightly["tasks"]

@@ -1,0 +1,148 @@
+"""`eoslab lab up` with Airflow: its four components as lab services, the UI on loopback with a
+generated admin password, both DAGs registered and unpaused, no log server, nothing left after
+`down`. A lab of its own (ZooKeeper and Airflow only) on the test offset + 2000."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from eoslab.runtime import processes
+from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import LabConfig
+
+PORT_OFFSET = int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000")) + 2000
+READY_TIMEOUT_S = 180.0
+
+
+def poll(condition: Callable[[], Any], timeout_s: float = READY_TIMEOUT_S) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            value = condition()
+        except (urllib.error.URLError, ConnectionError, KeyError, ValueError):
+            value = None
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"not true within {timeout_s} s: {condition.__doc__}"
+        time.sleep(1.0)
+
+
+def call(url: str, *, token: str | None = None, body: dict[str, str] | None = None) -> Any:
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={
+            "Content-Type": "application/json",
+            **({"Authorization": f"Bearer {token}"} if token else {}),
+        },
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def airflow_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
+    config = LabConfig(
+        state_dir=tmp_path_factory.mktemp("airflow-lab"),
+        port_offset=PORT_OFFSET,
+        brokers=0,
+        with_refbroker=False,
+        with_airflow=True,
+    )
+    runtime = LocalRuntime(config)
+    runtime.up()
+    try:
+        yield runtime
+    finally:
+        runtime.down(purge=True)
+        assert processes.processes_of(config.state_dir) == []
+
+
+def test_airflow_components_are_lab_services(airflow_lab: LocalRuntime) -> None:
+    status = {s.name: s for s in airflow_lab.status().services}
+    for component in ("api-server", "scheduler", "dag-processor", "triggerer"):
+        assert status[f"airflow-{component}"].state == "running"
+    assert status["airflow-api-server"].ports == {"ui": 8080 + PORT_OFFSET}
+    assert airflow_lab.config.airflow_home.parent == airflow_lab.config.state_dir
+
+
+def test_the_generated_password_is_shown_once_and_logs_in(airflow_lab: LocalRuntime) -> None:
+    airflow = airflow_lab.airflow()
+    password = airflow.password()
+    assert password != "admin"
+    assert len(password) >= 12
+    assert stat.S_IMODE(airflow.password_file.stat().st_mode) == 0o600
+    first, second = airflow.login_banner(), airflow.login_banner()
+    assert password in first
+    assert password not in second
+    assert str(airflow.password_file) in second
+
+    def token() -> str:
+        """the API server hands out a token for the generated password"""
+        return call(f"{airflow.url}/auth/token", body={"username": "admin", "password": password})[
+            "access_token"
+        ]
+
+    assert poll(token)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        call(f"{airflow.url}/auth/token", body={"username": "admin", "password": "admin"})
+    assert refused.value.code == 401
+
+
+def test_scheduler_runs_and_both_dags_are_unpaused(airflow_lab: LocalRuntime) -> None:
+    airflow = airflow_lab.airflow()
+
+    def components_healthy() -> bool:
+        """scheduler, DAG processor and triggerer heartbeat"""
+        health = call(f"{airflow.url}/api/v2/monitor/health")
+        parts = ("metadatabase", "scheduler", "dag_processor", "triggerer")
+        return all(health[part]["status"] == "healthy" for part in parts)
+
+    poll(components_healthy)
+    token = call(
+        f"{airflow.url}/auth/token", body={"username": "admin", "password": airflow.password()}
+    )["access_token"]
+
+    def dags() -> dict[str, bool]:
+        """the DAG processor has registered eos_scenario and eos_nightly"""
+        found = call(f"{airflow.url}/api/v2/dags", token=token)["dags"]
+        paused = {d["dag_id"]: d["is_paused"] for d in found}
+        return paused if {"eos_scenario", "eos_nightly"} <= paused.keys() else {}
+
+    paused = poll(dags)
+    assert paused == {"eos_scenario": False, "eos_nightly": False}  # no examples either
+
+
+def test_airflow_listens_on_loopback_only(airflow_lab: LocalRuntime) -> None:
+    # The services and all their descendants (Airflow's setproctitle overwrites the environment
+    # that processes_of reads, and the API server's worker runs in a session of its own).
+    services = [psutil.Process(s.pid) for s in airflow_lab.status().services if s.pid]
+    pids = {p.pid for s in services for p in (s, *s.children(recursive=True))}
+    listening = [
+        c.laddr
+        for c in psutil.net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN and c.pid in pids
+    ]
+    assert any(addr.port == 8080 + PORT_OFFSET for addr in listening)
+    assert all(addr.ip in ("127.0.0.1", "::ffff:127.0.0.1") for addr in listening), listening
+    assert not {8793, 8794} & {addr.port for addr in listening}  # no task log servers
+
+
+def test_task_environment_points_at_the_lab(airflow_lab: LocalRuntime) -> None:
+    env = airflow_lab.airflow().environment()
+    assert env["EOSLAB_LAB_DIR"] == str(airflow_lab.config.state_dir)
+    assert env["EOSLAB_PORT_OFFSET"] == str(PORT_OFFSET)
+    assert Path(env["AIRFLOW__CORE__DAGS_FOLDER"]).name == "dags"
+    assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])["host"] == "local[2]"
+    assert env["AIRFLOW__CORE__LOAD_EXAMPLES"] == "False"

@@ -1,0 +1,119 @@
+"""Run directories written by hand: run.json, a history, faults and the checker's verdict in
+the checker's own format (built with eoslab.verify.verdict), without a lab or Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eoslab.rundir import HISTORY_SCHEMA, RunDir, RunInfo
+from eoslab.verify.verdict import build_verdict, expected_checks, judge
+
+START_MS = 1_700_000_000_000
+RECORDS = 200
+
+
+def _history(run: RunDir, run_id: str) -> None:
+    rows = [
+        {
+            "run_id": run_id,
+            "session_id": "a" * 32,
+            "producer": 0,
+            "partition": i % 2,
+            "seq": i // 2,
+            "key": f"k{i % 5}",
+            "key_seq": i // 5,
+            "send_ms": START_MS + 10 * i,
+            "outcome": "ack",
+            "offset": i // 2,
+            "error": None,
+            "ack_ms": START_MS + 10 * i + 25,
+            "latency_ms": 25.0,
+        }
+        for i in range(RECORDS)
+    ]
+    pq.write_table(
+        pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA), run.history_file(0, "a" * 32, 0)
+    )
+
+
+def make_run(
+    root: Path,
+    scenario: str,
+    target: str,
+    *,
+    expected: dict[str, str] | None = None,
+    observed: dict[str, int] | None = None,
+    checked: bool = True,
+    started_ms: int = START_MS,
+) -> Path:
+    """A finished run; ``checked`` False leaves no verdict (as when the checker crashed)."""
+    run_id = f"{scenario}-{target}-{started_ms}"
+    run = RunDir.for_run(run_id, root).create()
+    info = RunInfo(
+        run_id=run_id,
+        scenario=scenario,
+        target=target,  # type: ignore[arg-type]
+        bootstrap="127.0.0.1:1",
+        topic=f"eos-{run_id}",
+        partitions=2,
+        seed=0,
+        started_ms=started_ms,
+        ended_ms=started_ms + 2_500,
+        expected=expected or {},
+    )
+    run.write_info(info)
+    _history(run, run_id)
+    faults = [
+        {
+            "ts_ms": START_MS + 500,
+            "kind": "drop_response",
+            "target": "kafka-1",
+            "detail": {},
+            "phase": "start",
+        },
+        {
+            "ts_ms": START_MS + 1200,
+            "kind": "drop_response",
+            "target": "kafka-1",
+            "detail": {},
+            "phase": "end",
+        },
+        {
+            "ts_ms": START_MS + 1500,
+            "kind": "kill",
+            "target": "kafka-2",
+            "detail": {},
+            "phase": "instant",
+        },
+    ]
+    run.faults_jsonl.write_text("".join(json.dumps(f) + "\n" for f in faults))
+    if not checked:
+        return run.path
+    observed = observed or {}
+    examples = {
+        name: [{"partition": 0, "offset": n, "seq": 3, "session_id": "a" * 32}]
+        for name, n in observed.items()
+        if n
+    }
+    verdict = build_verdict(
+        run_id=run_id,
+        scenario=scenario,
+        target=target,
+        checks=judge(expected_checks(expected or {}), observed, examples),
+        gx={
+            "success": True,
+            "agrees_with_anomalies": True,
+            "suites": {},
+            "expectations": [],
+            "data_docs": None,
+        },
+        links={},
+    )
+    run.checker_dir.mkdir()
+    run.verdict_json.write_text(json.dumps(verdict.to_json(), indent=2))
+    run.metrics_json.write_text(json.dumps({"records": RECORDS, "sends": RECORDS}))
+    return run.path

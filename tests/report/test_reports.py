@@ -1,0 +1,132 @@
+"""Reports from hand-written run directories: HTML content, summary.json, JUnit, the trend."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from synthetic_runs import START_MS, make_run
+from typer.testing import CliRunner
+
+from eoslab.report.command import app
+from eoslab.report.outcome import Status, latest_per_cell, load_outcome
+from eoslab.report.plots import fault_windows, run_figure_svg
+from eoslab.report.render import write_nightly_report, write_run_report
+
+NEGATIVE_CONTROL = {"duplicate": ">0"}
+
+
+def test_a_negative_control_that_finds_its_anomaly_conforms(tmp_path: Path) -> None:
+    run = make_run(
+        tmp_path / "runs",
+        "no-idempotence",
+        "kafka",
+        expected=NEGATIVE_CONTROL,
+        observed={"duplicate": 4},
+    )
+    index = write_run_report(run, tmp_path / "reports")
+    html = index.read_text()
+    assert index == tmp_path / "reports" / "runs" / run.name / "index.html"
+    assert 'class="verdict conforms"' in html
+    assert 'id="anomaly-duplicate"' in html
+    assert "duplicate: 4 (expected &gt;0)" in html
+    summary = json.loads((index.parent / "summary.json").read_text())
+    assert summary["status"] == "conforms"
+    assert {c["name"]: c["observed"] for c in summary["checks"]}["duplicate"] == 4
+    suite = ET.parse(index.parent / "junit.xml").getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
+
+
+def test_a_mismatch_is_a_junit_failure_that_says_what_was_seen(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "runs", "baseline", "refbroker", observed={"duplicate": 2, "lost": 1})
+    index = write_run_report(run, tmp_path / "reports")
+    assert 'class="verdict does_not_conform"' in index.read_text()
+    case = ET.parse(index.parent / "junit.xml").getroot().find("testcase")
+    assert case is not None
+    assert case.get("name") == "baseline"
+    assert case.get("classname") == "eoslab.refbroker"
+    failure = case.find("failure")
+    assert failure is not None
+    assert "lost: expected 0, observed 1" in failure.get("message", "")
+    assert "duplicate: expected 0, observed 2" in failure.get("message", "")
+
+
+def test_a_run_without_verdict_is_an_error_not_a_silent_gap(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "runs", "lost-acks", "kafka", checked=False)
+    outcome = load_outcome(run)
+    assert outcome.status is Status.ERROR
+    assert "verdict.json is missing" in (outcome.error or "")
+    index = write_run_report(run, tmp_path / "reports")
+    case = ET.parse(index.parent / "junit.xml").getroot().find("testcase")
+    assert case is not None
+    assert case.find("error") is not None
+
+
+def test_the_last_run_of_a_retried_cell_counts(tmp_path: Path) -> None:
+    first = make_run(tmp_path, "baseline", "kafka", checked=False, started_ms=START_MS)
+    retry = make_run(tmp_path, "baseline", "kafka", started_ms=START_MS + 60_000)
+    other = make_run(tmp_path, "baseline", "refbroker")
+    cells = latest_per_cell([load_outcome(p) for p in (retry, first, other)])
+    assert [(o.target, o.run_dir) for o in cells] == [
+        ("kafka", str(retry)),
+        ("refbroker", str(other)),
+    ]
+
+
+def test_fault_windows_pair_start_and_end_and_keep_instants(tmp_path: Path) -> None:
+    run = make_run(tmp_path, "lost-acks", "kafka")
+    windows = fault_windows(run / "faults.jsonl")
+    assert [(w.label, w.start_ms - START_MS, w.end_ms) for w in windows] == [
+        ("drop_response kafka-1", 500, START_MS + 1200),
+        ("kill kafka-2", 1500, None),
+    ]
+    svg = run_figure_svg(run)
+    assert svg is not None
+    assert svg.startswith("<svg")
+    assert "drop_response kafka-1" in svg
+    assert "kill kafka-2" in svg
+
+
+def test_nightly_matrix_summary_and_trend_over_nights(tmp_path: Path) -> None:
+    runs, reports = tmp_path / "runs", tmp_path / "reports"
+    night_1 = [
+        make_run(runs / "n1", "baseline", "kafka"),
+        make_run(runs / "n1", "baseline", "refbroker"),
+    ]
+    night_2 = [
+        make_run(runs / "n2", "baseline", "kafka", observed={"lost": 3}),
+        make_run(runs / "n2", "baseline", "refbroker", checked=False),
+    ]
+    write_nightly_report(night_1, name="20260101T000000", reports=reports)
+    index = write_nightly_report(night_2, name="20260102T000000", reports=reports)
+    summary = json.loads((index.parent / "summary.json").read_text())
+    assert (summary["cells"], summary["conforming"], summary["conforms"]) == (2, 0, False)
+    assert {o["target"]: o["status"] for o in summary["outcomes"]} == {
+        "kafka": "does not conform",
+        "refbroker": "error",
+    }
+    suite = ET.parse(index.parent / "junit.xml").getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "1", "1")
+    for run in night_2:  # every cell links to its own page
+        assert (reports / "runs" / run.name / "index.html").is_file()
+    trend = (reports / "index.html").read_text()
+    trend = trend[trend.index('id="nights"') :]
+    assert trend.index("20260102T000000") < trend.index("20260101T000000")  # newest first
+    assert "2 / 2" in trend
+    assert "0 / 2" in trend
+
+
+def test_report_command_exits_2_when_the_matrix_does_not_conform(tmp_path: Path) -> None:
+    good = make_run(tmp_path / "runs", "baseline", "kafka")
+    bad = make_run(tmp_path / "runs", "baseline", "refbroker", observed={"reorder": 1})
+    runner = CliRunner()
+    reports = str(tmp_path / "reports")
+    done = runner.invoke(app, ["nightly", str(good), "--name", "ok", "--reports-dir", reports])
+    assert done.exit_code == 0, done.output
+    assert done.output.strip().endswith("nightly/ok/index.html")
+    done = runner.invoke(app, ["nightly", str(good), str(bad), "--reports-dir", reports])
+    assert done.exit_code == 2
+    done = runner.invoke(app, ["run", str(tmp_path / "nowhere"), "--reports-dir", reports])
+    assert done.exit_code == 1
+    assert "not a run directory" in done.output

@@ -1,0 +1,79 @@
+"""A clean run, checked by the spark-submit job and by `eoslab verify`: every suite passes, and
+the verdict follows the expectations both ways (a negative control fails on a clean topic)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from planted_runs import plant_clean
+from pyspark.sql import SparkSession
+from typer.testing import CliRunner
+
+from eoslab.rundir import RunDir
+from eoslab.verify.anomalies import ANOMALIES, FOREIGN
+from eoslab.verify.command import app
+from eoslab.verify.submit import spark_submit_command, spark_submit_env
+
+
+@pytest.fixture(scope="module")
+def clean(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> RunDir:
+    run_dir, _ = plant_clean(tmp_path_factory.mktemp("runs"), kafka_bootstrap).write(
+        expected={"duplicate": ">0"}
+    )
+    return run_dir
+
+
+def test_spark_submit_job_fails_the_negative_control_on_a_clean_topic(clean: RunDir) -> None:
+    job = subprocess.run(
+        spark_submit_command(clean.path),
+        env=spark_submit_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert job.returncode == 1, job.stderr[-3000:]
+    assert "duplicate: expected >0, observed 0" in job.stdout
+    verdict = json.loads(clean.verdict_json.read_text())
+    assert verdict["conforms"] is False
+    assert [(m["name"], m["observed"], m["examples"]) for m in verdict["mismatches"]] == [
+        ("duplicate", 0, [])
+    ]
+    assert {c["name"]: c["observed"] for c in verdict["checks"]} == dict.fromkeys(
+        (*ANOMALIES, FOREIGN), 0
+    )
+    assert verdict["gx"]["success"] is True
+    assert [e["success"] for e in verdict["gx"]["expectations"]] == [True] * 8
+    assert Path(verdict["links"]["data_docs"]).is_file()
+    metrics = json.loads(clean.metrics_json.read_text())
+    assert metrics["records"] == 3 * 30 + 1 + 20
+    assert metrics["outcomes"] == {"ack": 111, "fail": 1, "unsent": 2, "indeterminate": 1}
+    assert metrics["errors"] == {"_STATE": 2}
+
+
+def test_verify_command_says_a_clean_run_conforms(spark: SparkSession, clean: RunDir) -> None:
+    info = clean.read_info()
+    clean.write_info(info.model_copy(update={"expected": {"indeterminate": "0"}}))
+
+    result = CliRunner().invoke(app, [str(clean.path)])
+
+    assert result.exit_code == 0, result.output
+    assert "conforms" in result.output
+    verdict = json.loads(clean.verdict_json.read_text())
+    assert verdict["conforms"] is True
+    assert verdict["mismatches"] == []
+    assert {c["name"]: c["expected"] for c in verdict["checks"]}["indeterminate"] == "0"
+
+
+def test_verify_command_rejects_an_unknown_expectation(clean: RunDir) -> None:
+    info = clean.read_info()
+    clean.write_info(info.model_copy(update={"expected": {"duplicates": "0"}}))
+
+    result = CliRunner().invoke(app, [str(clean.path)])
+
+    assert result.exit_code == 2
+    assert "unknown check 'duplicates'" in result.output

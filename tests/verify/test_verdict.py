@@ -1,0 +1,90 @@
+"""Judging observed counts against a scenario's expectations (pure logic)."""
+
+from __future__ import annotations
+
+import pytest
+
+from eoslab.verify.verdict import (
+    ExpectationError,
+    build_verdict,
+    expected_checks,
+    judge,
+    matches,
+)
+
+
+@pytest.mark.parametrize(
+    ("expectation", "observed", "conforms"),
+    [
+        ("0", 0, True),
+        ("0", 1, False),
+        (">0", 0, False),
+        (">0", 3, True),
+        (">=0", 0, True),
+        (">=0", 7, True),
+        ("any", 0, True),
+        ("any", 7, True),
+    ],
+)
+def test_matches(expectation: str, observed: int, conforms: bool) -> None:
+    assert matches(expectation, observed) is conforms
+
+
+def test_unmentioned_anomalies_are_expected_absent_except_indeterminate_and_foreign() -> None:
+    checks = expected_checks({"duplicate": ">0", "errors": {"OUT_OF_ORDER_SEQUENCE_NUMBER": ">0"}})
+
+    assert checks["duplicate"] == ">0"
+    assert checks["lost"] == "0"
+    assert checks["key_gap"] == "0"
+    assert checks["indeterminate"] == ">=0"
+    assert checks["foreign"] == "any"
+    assert checks["errors.OUT_OF_ORDER_SEQUENCE_NUMBER"] == ">0"
+
+
+@pytest.mark.parametrize(
+    ("expected", "message"),
+    [
+        ({"duplicates": "0"}, "unknown check 'duplicates'"),
+        ({"lost": "<1"}, "lost: expectation '<1'"),
+        ({"errors": {"X": "some"}}, "errors.X: expectation 'some'"),
+        ({"errors": ">0"}, "unknown check 'errors'"),
+    ],
+)
+def test_bad_expectations_are_refused_before_any_work(
+    expected: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ExpectationError, match=message):
+        expected_checks(expected)  # type: ignore[arg-type]
+
+
+def test_a_negative_control_conforms_because_its_anomaly_was_found() -> None:
+    expected = expected_checks({"duplicate": ">0"})
+    example = {"partition": 0, "offset": 3, "seq": 2}
+    found = judge(expected, {"duplicate": 1}, {"duplicate": [example]})
+    clean = judge(expected, {}, {})
+
+    found_verdict = build_verdict(
+        run_id="r", scenario="s", target="kafka", checks=found, gx={}, links={}
+    )
+    clean_verdict = build_verdict(
+        run_id="r", scenario="s", target="kafka", checks=clean, gx={}, links={}
+    )
+
+    assert found_verdict.conforms
+    assert not clean_verdict.conforms
+    assert [(m.name, m.observed) for m in clean_verdict.mismatches] == [("duplicate", 0)]
+
+
+def test_mismatches_carry_at_most_five_examples() -> None:
+    examples = [{"partition": 0, "offset": offset, "seq": offset} for offset in range(9)]
+    checks = judge(expected_checks({}), {"lost": 9}, {"lost": examples})
+
+    verdict = build_verdict(
+        run_id="r", scenario="s", target="kafka", checks=checks, gx={}, links={}
+    )
+
+    assert not verdict.conforms
+    (mismatch,) = verdict.mismatches
+    assert mismatch.name == "lost"
+    assert mismatch.examples == examples[:5]
+    assert verdict.to_json()["mismatches"][0]["examples"][4]["offset"] == 4

@@ -90,6 +90,7 @@ def proxied_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxiedK
         brokers=1,
         with_refbroker=False,
         direct_listener=True,
+        with_airflow=False,
     )
     lab = LocalRuntime(config)
     lab.up()

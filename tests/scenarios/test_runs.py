@@ -12,8 +12,9 @@ import pytest
 from eoslab.chaos.control_client import ProxyControl
 from eoslab.rundir import RunDir
 from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.catalogue import find_scenario
-from eoslab.scenarios.executor import RunResult, execute
+from eoslab.scenarios.executor import RunError, RunResult, execute
 
 pytestmark = pytest.mark.lab
 
@@ -92,3 +93,39 @@ def test_a_producer_restart_leaves_two_sessions(lab: LocalRuntime, tmp_path: Pat
     crash = [f for f in lines(result.run_dir.faults_jsonl) if f["kind"] == "producer-crash"]
     assert crash[0]["detail"]["session_id"] == info.sessions[0].session_id
     assert crash[-1]["detail"]["restarted"] == info.sessions[1].session_id
+
+
+def test_an_external_cluster_runs_the_scenarios_that_need_no_lab(
+    lab: LocalRuntime, tmp_path: Path
+) -> None:
+    """The test lab's Kafka plays an external cluster; the 'lab' the executor is given runs
+    nothing (nobody listens on its ports), so any use of the runtime, proxy or refbroker fails."""
+    nowhere = LabConfig(
+        state_dir=tmp_path / "no-lab", port_offset=lab.config.port_offset + 9000, with_airflow=False
+    )
+    result = execute(
+        find_scenario("producer-restart"),
+        "external",
+        runtime=LocalRuntime(nowhere),
+        config=nowhere,
+        runs_root=tmp_path,
+        records=1000,
+        show_progress=False,
+        bootstrap=lab.config.bootstrap_servers,
+    )
+    assert result.problems == []
+    info = result.run_dir.read_info()
+    assert (info.target, info.bootstrap) == ("external", lab.config.bootstrap_servers)
+    assert info.expected == find_scenario("producer-restart").expected.for_target("kafka")
+    assert len(info.sessions) == 2
+    assert {row["outcome"] for row in history(result.run_dir)} <= {"ack", "indeterminate"}
+
+    with pytest.raises(RunError, match="kill"):
+        execute(
+            find_scenario("leader-kill"),
+            "external",
+            runtime=LocalRuntime(nowhere),
+            config=nowhere,
+            runs_root=tmp_path,
+            bootstrap=lab.config.bootstrap_servers,
+        )

@@ -10,11 +10,12 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from eoslab.bench import produce_throughput
+from eoslab.bench import checker, produce_throughput
 from eoslab.paths import project_root
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
@@ -22,10 +23,37 @@ from eoslab.runtime.topology import LabConfig
 BENCH_PORT_OFFSET = 4000
 
 
+def time_make_lab() -> dict[str, object]:
+    """Wall time of the one-command run (`make lab`: lab up, default matrix, report, lab down)
+    with everything already set up; target: under 15 minutes on 2 cores."""
+    begin = time.monotonic()
+    done = subprocess.run(
+        ["bash", "scripts/lab_run.sh"],
+        cwd=project_root(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return {
+        "seconds": round(time.monotonic() - begin, 1),
+        "exit_code": done.returncode,
+        "target_seconds": 15 * 60,
+        "last_lines": done.stdout.splitlines()[-5:],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", type=int, default=50_000, help="records per throughput run")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--checker-scales",
+        default="1000000,2000000,4000000,8000000",
+        help="records per checker run, comma-separated (empty: skip the checker benchmark)",
+    )
+    parser.add_argument(
+        "--skip-make-lab", action="store_true", help="skip timing `make lab` (the default matrix)"
+    )
     parser.add_argument("--out", type=Path, default=project_root() / "bench" / "results")
     args = parser.parse_args()
 
@@ -42,13 +70,19 @@ def main() -> None:
                 brokers=1,
                 with_refbroker=False,
                 direct_listener=True,
+                with_airflow=False,
             )
         )
         lab.up()
         try:
             results["produce_throughput"] = produce_throughput.run(lab, args.records, args.repeats)
+            scales = [int(n) for n in args.checker_scales.split(",") if n]
+            if scales:
+                results["checker"] = checker.run(scales, bootstrap=lab.config.bootstrap_servers)
         finally:
             lab.down()
+    if not args.skip_make_lab:
+        results["make_lab"] = time_make_lab()
     results["seconds"] = round(time.time() - started, 1)
 
     args.out.mkdir(parents=True, exist_ok=True)

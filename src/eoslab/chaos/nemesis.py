@@ -77,6 +77,7 @@ class Nemesis:
         self._proxy_faults: dict[int, str] = {}
         self._step_targets: dict[int, str] = {}
         self._refbroker_touched = False
+        self._proxy_touched = False
         self._retained_changed = False
         self.errors: list[str] = []
         """Steps that failed (also in faults.jsonl); the run goes on and reports them."""
@@ -140,6 +141,7 @@ class Nemesis:
                 fault_id = self.proxy.add(spec)
                 with self._lock:
                     self._proxy_faults[index] = fault_id
+                    self._proxy_touched = True
                 detail = spec.model_dump(mode="json", exclude_none=True)
                 self.log(f"proxy:{spec.kind}", route, phase, step=index, id=fault_id, spec=detail)
             case RefbrokerStep():
@@ -229,7 +231,8 @@ class Nemesis:
         actions: list[tuple[str, Any]] = [
             (f"resume {s}", lambda s=s: self.runtime.resume(s)) for s in paused
         ]
-        actions.append(("clear proxy faults", self.proxy.clear))
+        if self._proxy_touched:
+            actions.append(("clear proxy faults", self.proxy.clear))
         if self.refbroker is not None and self._refbroker_touched:
             actions.append(("clear refbroker faults", self.refbroker.clear))
             if self._retained_changed:

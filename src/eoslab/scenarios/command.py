@@ -77,7 +77,15 @@ def show(
 def run(
     scenario: ScenarioArgument,
     *,
-    target: Annotated[str, typer.Option(help="kafka or refbroker.")] = "kafka",
+    target: Annotated[
+        str, typer.Option(help="kafka or refbroker (the lab's), or external (--bootstrap).")
+    ] = "kafka",
+    bootstrap: Annotated[
+        str | None, typer.Option(help="With --target external: the cluster's bootstrap servers.")
+    ] = None,
+    replication: Annotated[
+        int | None, typer.Option(help="Replication factor of the run's topic (external: 3).")
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
     records: Annotated[int | None, typer.Option(help="Override the record count.")] = None,
     runs_dir: Annotated[
@@ -99,6 +107,8 @@ def run(
             runs_root=runs_dir,
             seed=seed,
             records=records,
+            bootstrap=bootstrap,
+            replication=replication,
         )
     except (ScenarioError, RunError, LabError) as error:
         raise _fail(error) from error

@@ -26,6 +26,8 @@ from eoslab.smoke import create_topic
 from eoslab.workload.supervisor import Workload
 
 REPLICATION = {"kafka": 3, "refbroker": 1}
+# On a cluster the lab does not run, only what needs no runtime, proxy or refbroker API.
+EXTERNAL_STEP_KINDS = {"producer-crash", "probe"}
 
 
 class RunError(RuntimeError):
@@ -44,6 +46,24 @@ def bootstrap_of(target: str, config: LabConfig) -> str:
     return config.bootstrap_servers if target == "kafka" else config.refbroker_bootstrap
 
 
+def _check_external(scenario: Scenario, bootstrap: str | None) -> str:
+    """An external cluster is a Kafka cluster the lab neither runs nor proxies."""
+    if not bootstrap:
+        raise RunError("target external needs the cluster's bootstrap servers (--bootstrap)")
+    if "kafka" not in scenario.targets:
+        raise RunError(
+            f"scenario {scenario.name} is not meant for Kafka, so not for an external one"
+        )
+    needs_lab = sorted({step.kind for step in scenario.nemesis} - EXTERNAL_STEP_KINDS)
+    if needs_lab:
+        raise RunError(
+            f"scenario {scenario.name} uses {', '.join(needs_lab)}, which need the lab's runtime, "
+            "proxy or reference broker; on an external cluster only scenarios without them run "
+            f"(nemesis steps among: {', '.join(sorted(EXTERNAL_STEP_KINDS))})"
+        )
+    return bootstrap
+
+
 def execute(
     scenario: Scenario,
     target: str,
@@ -54,8 +74,15 @@ def execute(
     seed: int | None = None,
     records: int | None = None,
     show_progress: bool | None = None,
+    bootstrap: str | None = None,
+    replication: int | None = None,
 ) -> RunResult:
-    if target not in scenario.targets:
+    """Run `scenario` on `target`; for target "external", `bootstrap` names the cluster."""
+    if target == "external":
+        bootstrap = _check_external(scenario, bootstrap)
+    elif bootstrap:
+        raise RunError("--bootstrap goes with --target external (the lab's targets are known)")
+    elif target not in scenario.targets:
         raise RunError(
             f"scenario {scenario.name} does not apply to target {target!r} "
             f"(targets: {', '.join(scenario.targets)})"
@@ -66,7 +93,9 @@ def execute(
         workload_spec = workload_spec.model_copy(update={"records": records})
     run_id = new_run_id(scenario.name, target)
     run_dir = RunDir.for_run(run_id, runs_root).create()
-    bootstrap = bootstrap_of(target, config)
+    bootstrap = bootstrap or bootstrap_of(target, config)
+    # The timeline and the expectations of an external cluster are those of Kafka.
+    as_target = "kafka" if target == "external" else target
     topic = f"eos-{run_id}"
     partitions = scenario.topic.partitions
     info = RunInfo(
@@ -79,10 +108,10 @@ def execute(
         seed=seed,
         started_ms=now_ms(),
         producer_config=scenario.producer_config,
-        expected=scenario.expected.for_target(target),
+        expected=scenario.expected.for_target(as_target),
     )
     run_dir.write_info(info)
-    create_topic(bootstrap, topic, partitions, REPLICATION[target])
+    create_topic(bootstrap, topic, partitions, replication or REPLICATION.get(target, 3))
 
     workload = Workload(
         workload_spec,
@@ -96,7 +125,7 @@ def execute(
     )
     nemesis = Nemesis(
         run_dir=run_dir,
-        target=target,  # type: ignore[arg-type]
+        target=as_target,  # type: ignore[arg-type]
         runtime=runtime,
         bootstrap=bootstrap,
         topic=topic,
@@ -105,7 +134,7 @@ def execute(
         workload=workload,
     )
     timeline = TimelineRunner(
-        resolve(scenario.nemesis, target, seed),  # type: ignore[arg-type]
+        resolve(scenario.nemesis, as_target, seed),  # type: ignore[arg-type]
         nemesis,
         acked=lambda: workload.acked,
         workload_done=lambda: workload.finished,

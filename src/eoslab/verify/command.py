@@ -13,9 +13,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from eoslab.verify.checker import verify_run
 from eoslab.verify.spark_session import DEFAULT_MASTER
-from eoslab.verify.suites import SuiteFileError
 from eoslab.verify.verdict import ExpectationError, Verdict
 
 app = typer.Typer(help="Check a run: anomalies, GX suites, verdict.", no_args_is_help=True)
@@ -38,6 +36,10 @@ def verify(
 ) -> None:
     """Read the run's topic (Spark's Kafka source) and history, derive every anomaly, validate
     the GX suites and write RUN_DIR/checker/verdict.json."""
+    # Spark and GX load in seconds: only when a run is checked, not for every `eoslab` command.
+    from eoslab.verify.checker import verify_run
+    from eoslab.verify.suites import SuiteFileError
+
     try:
         verdict = verify_run(run_dir, master=master, bootstrap=bootstrap)
     except (ExpectationError, SuiteFileError, FileNotFoundError, ValidationError) as error:

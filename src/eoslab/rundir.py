@@ -51,7 +51,7 @@ import secrets
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,6 +61,23 @@ from eoslab.paths import project_root
 RUN_FORMAT = 1
 
 Target = Literal["kafka", "refbroker", "external"]
+
+AnomalyName = Literal[
+    "lost",
+    "duplicate",
+    "reorder",
+    "gap",
+    "phantom",
+    "indeterminate",
+    "key_duplicate",
+    "key_reorder",
+    "key_gap",
+]
+"""What the checker derives (ARCHITECTURE.md), the names a scenario's expectations use."""
+ANOMALIES: tuple[str, ...] = get_args(AnomalyName)
+Expectation = Literal["0", ">0", ">=0", "any"]
+"""None, at least one, or counted only (">=0" and "any" never mismatch)."""
+EXPECTATION_FORMS: tuple[str, ...] = get_args(Expectation)
 TARGETS: tuple[str, ...] = ("kafka", "refbroker", "external")
 
 

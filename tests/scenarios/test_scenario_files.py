@@ -9,9 +9,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from eoslab.rundir import ANOMALIES
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.command import app
-from eoslab.scenarios.schema import ANOMALIES
 
 CATALOGUE = [
     "baseline",

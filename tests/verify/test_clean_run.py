@@ -12,8 +12,8 @@ from planted_runs import plant_clean
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
-from eoslab.rundir import RunDir
-from eoslab.verify.anomalies import ANOMALIES, FOREIGN
+from eoslab.rundir import ANOMALIES, RunDir
+from eoslab.verify.anomalies import FOREIGN
 from eoslab.verify.command import app
 from eoslab.verify.submit import spark_submit_command, spark_submit_env
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eoslab.verify.anomalies import ANOMALIES
+from eoslab.rundir import ANOMALIES
 from eoslab.verify.suites import SUITE_NAMES, SuiteFile, SuiteFileError, load_suites
 
 

@@ -7,7 +7,7 @@ librdkafka properties are checked by librdkafka itself.
 
 from __future__ import annotations
 
-from typing import Literal, Self, get_args
+from typing import Self
 
 from confluent_kafka import KafkaException, Producer
 from kio.schema.errors import ErrorCode
@@ -19,21 +19,9 @@ from eoslab.chaos.timeline import (
     RunTarget,
     Step,
 )
+from eoslab.rundir import ANOMALIES, AnomalyName, Expectation
 from eoslab.workload.spec import DEFAULT_PRODUCER_CONFIG, WorkloadSpec
 
-AnomalyName = Literal[
-    "lost",
-    "duplicate",
-    "reorder",
-    "gap",
-    "phantom",
-    "indeterminate",
-    "key_duplicate",
-    "key_reorder",
-    "key_gap",
-]
-Expectation = Literal["0", ">0", ">=0", "any"]
-ANOMALIES: tuple[str, ...] = get_args(AnomalyName)
 DEFAULT_EXPECTATIONS: dict[str, str] = dict.fromkeys(ANOMALIES, "0") | {"indeterminate": ">=0"}
 """Unless a scenario says otherwise: no anomaly, and indeterminate records are allowed."""
 

@@ -26,23 +26,13 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
+from eoslab.rundir import ANOMALIES
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
 
 LOCATION = ("session_id", "producer", "partition", "offset", "seq", "key", "key_seq")
 """``offset`` is where the record is; for ``lost`` the offset the broker acknowledged; for a gap
 the offset of the next record of the stream, where the skip shows."""
 
-ANOMALIES = (
-    "lost",
-    "duplicate",
-    "reorder",
-    "gap",
-    "phantom",
-    "indeterminate",
-    "key_duplicate",
-    "key_reorder",
-    "key_gap",
-)
 FOREIGN = "foreign"
 """Records of other formats or runs: reported and counted, not an anomaly."""
 

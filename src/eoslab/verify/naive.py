@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from eoslab.message import MessageFormatError, decode
-from eoslab.rundir import Outcome, RunDir
-from eoslab.verify.anomalies import ANOMALIES, FOREIGN
+from eoslab.rundir import ANOMALIES, Outcome, RunDir
+from eoslab.verify.anomalies import FOREIGN
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
 
 BATCH = 10_000

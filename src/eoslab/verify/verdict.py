@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eoslab.verify.anomalies import ANOMALIES, FOREIGN
+from eoslab.rundir import ANOMALIES, EXPECTATION_FORMS
+from eoslab.verify.anomalies import FOREIGN
 
-EXPECTATION_FORMS = ("0", ">0", ">=0", "any")
 DEFAULT_EXPECTED: dict[str, str] = {
     **dict.fromkeys(ANOMALIES, "0"),
     "indeterminate": ">=0",

@@ -9,7 +9,7 @@ PYTHON=${PYTHON:-python3.11}
 VENV=.venv
 KAFKA_LIB=services/kafka/lib
 SPARK_JARS=services/spark/jars
-MVN=(mvn -q -B -Dstyle.color=never -s services/maven-settings.xml)
+MVN=(mvn -q -B -s services/maven-settings.xml)
 
 fail() { echo "setup: $*" >&2; exit 1; }
 fresh() { [ -f "$1" ] && [ -z "$(find "${@:2}" -newer "$1" 2>/dev/null)" ]; }

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import abc
 import datetime
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
 from eoslab.refbroker.broker import ReferenceBroker
+from eoslab.refbroker.protocol import build, nested
 
 NO_THROTTLE = datetime.timedelta(0)
 
@@ -40,3 +42,45 @@ class ApiHandler(abc.ABC):
     @abc.abstractmethod
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
         """A response that refuses the whole request with `error`, applying nothing."""
+
+
+PartitionAnswer = Callable[[str, Any], dict[str, Any]]
+"""(topic name, request partition) -> the partition response's fields."""
+
+
+def request_partitions(topic: Any) -> Iterable[tuple[int, Any]]:
+    """(index, request partition) of a request topic that lists partition entities."""
+    return ((part.partition_index, part) for part in topic.partitions)
+
+
+def topics_response(
+    ctx: RequestContext,
+    request: Any,
+    entity_names: tuple[str, str],
+    defaults: dict[str, Any],
+    answer: PartitionAnswer,
+    *,
+    partitions: Callable[[Any], Iterable[tuple[int, Any]]] = request_partitions,
+) -> object:
+    """The topics -> partitions response shape ListOffsets, DeleteRecords and
+    DescribeProducers share: one partition response per requested partition."""
+    topic_type, partition_type = (nested(ctx.response_type, name) for name in entity_names)
+    return build(
+        ctx.response_type,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            build(
+                topic_type,
+                name=topic.name,
+                partitions=tuple(
+                    build(
+                        partition_type,
+                        partition_index=index,
+                        **{**defaults, **answer(topic.name, part)},
+                    )
+                    for index, part in partitions(topic)
+                ),
+            )
+            for topic in request.topics
+        ),
+    )

@@ -7,11 +7,10 @@ from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.apis.base import ApiHandler, RequestContext, topics_response
 from eoslab.refbroker.apis.metadata import LEADER_EPOCH
 from eoslab.refbroker.log_manager import UnknownTopicOrPartitionError
 from eoslab.refbroker.partition_log import OffsetOutOfRangeError, PartitionLog
-from eoslab.refbroker.protocol import build, nested
 
 EARLIEST_TIMESTAMP = -2
 EARLIEST_LOCAL_TIMESTAMP = -4
@@ -34,40 +33,6 @@ def _per_partition(
         return {"error_code": ErrorCode.offset_out_of_range}
 
 
-PartitionAnswer = Callable[[str, Any], dict[str, Any]]
-"""(topic name, request partition) -> the partition response's fields."""
-
-
-def _topics_response(
-    ctx: RequestContext,
-    request: Any,
-    entity_names: tuple[str, str],
-    defaults: dict[str, Any],
-    answer: PartitionAnswer,
-) -> object:
-    """The topics -> partitions response shape ListOffsets and DeleteRecords share."""
-    topic_type, partition_type = (nested(ctx.response_type, name) for name in entity_names)
-    return build(
-        ctx.response_type,
-        throttle_time=NO_THROTTLE,
-        topics=tuple(
-            build(
-                topic_type,
-                name=topic.name,
-                partitions=tuple(
-                    build(
-                        partition_type,
-                        partition_index=part.partition_index,
-                        **{**defaults, **answer(topic.name, part)},
-                    )
-                    for part in topic.partitions
-                ),
-            )
-            for topic in request.topics
-        ),
-    )
-
-
 class ListOffsetsHandler(ApiHandler):
     api_key = 2
     min_version = 1  # v0 returns offset lists (old_style_offsets); no client we serve uses it
@@ -86,10 +51,10 @@ class ListOffsetsHandler(ApiHandler):
 
             return _per_partition(ctx, topic, part.partition_index, lookup)
 
-        return _topics_response(ctx, request, self.entities, self.defaults, answer)
+        return topics_response(ctx, request, self.entities, self.defaults, answer)
 
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
-        return _topics_response(
+        return topics_response(
             ctx, request, self.entities, self.defaults, lambda _t, _p: {"error_code": error}
         )
 
@@ -112,9 +77,9 @@ class DeleteRecordsHandler(ApiHandler):
                 lambda plog: {"low_watermark": plog.delete_records(part.offset)},
             )
 
-        return _topics_response(ctx, request, self.entities, self.defaults, answer)
+        return topics_response(ctx, request, self.entities, self.defaults, answer)
 
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
-        return _topics_response(
+        return topics_response(
             ctx, request, self.entities, self.defaults, lambda _t, _p: {"error_code": error}
         )

@@ -6,7 +6,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.apis.base import (
+    NO_THROTTLE,
+    ApiHandler,
+    PartitionAnswer,
+    RequestContext,
+    topics_response,
+)
 from eoslab.refbroker.log_manager import UnknownTopicOrPartitionError
 from eoslab.refbroker.protocol import build, nested
 
@@ -84,26 +90,12 @@ class DescribeProducersHandler(ApiHandler):
         return self._response(ctx, request, lambda _topic, _index: {"error_code": error})
 
     @staticmethod
-    def _response(ctx: RequestContext, request: Any, describe: Any) -> object:
-        topic_type = nested(ctx.response_type, "TopicResponse")
-        partition_type = nested(ctx.response_type, "PartitionResponse")
-        return build(
-            ctx.response_type,
-            throttle_time=NO_THROTTLE,
-            topics=tuple(
-                build(
-                    topic_type,
-                    name=topic.name,
-                    partitions=tuple(
-                        build(
-                            partition_type,
-                            partition_index=index,
-                            error_message=None,
-                            **{"active_producers": (), **describe(topic.name, index)},
-                        )
-                        for index in topic.partition_indexes
-                    ),
-                )
-                for topic in request.topics
-            ),
+    def _response(ctx: RequestContext, request: Any, describe: PartitionAnswer) -> object:
+        return topics_response(
+            ctx,
+            request,
+            ("TopicResponse", "PartitionResponse"),
+            {"error_message": None, "active_producers": ()},
+            describe,
+            partitions=lambda topic: ((index, index) for index in topic.partition_indexes),
         )

@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from eoslab.rundir import ANOMALIES
+from eoslab.verify.history import read_history
+from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.suites import SUITE_NAMES, SuiteFile, SuiteFileError, load_suites
 
 
@@ -22,13 +25,35 @@ def test_repository_suites_load_versioned_and_cover_every_anomaly() -> None:
         assert len(suite.to_gx().expectations) == len(suite.expectations)
 
 
-def test_exactly_once_uses_the_built_in_compound_uniqueness() -> None:
-    (exactly_once, _) = load_suites()
-
-    assert {
-        "type": "expect_compound_columns_to_be_unique",
-        "kwargs": {"column_list": ["session_id", "partition", "seq"]},
-    }.items() <= exactly_once.expectations[0].items()
+def test_every_suite_query_runs_on_its_asset_without_a_shuffle(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The suites' windows are partitioned as their asset is clustered: over the checker's
+    cached frames, no query plans an exchange of its own (at 8M records each one costs
+    seconds)."""
+    classified = spark.createDataFrame(
+        [("s1", 0, 0, 0, 0, "k0", 0, None, None), ("s1", 0, 1, 1, 1, "k0", 1, None, None)],
+        "session_id string, producer int, partition int, offset bigint, seq bigint, "
+        "key string, key_seq bigint, reason string, value_head string",
+    )
+    ledger = build_ledger(classified, read_history(spark, tmp_path)).persist()
+    key_ledger = by_key(ledger).persist()
+    frames = {"ledger": run_rows(ledger), "key_ledger": key_ledger}
+    try:
+        for suite in load_suites():
+            frames[suite.asset].createOrReplaceTempView("asset")
+            for expectation in suite.expectations:
+                query = expectation["kwargs"].get("unexpected_rows_query")
+                if query is None:
+                    continue
+                frame = spark.sql(query.replace("{batch}", "asset"))
+                assert frame.count() == 0
+                plan = frame._jdf.queryExecution().executedPlan().toString()
+                own_operators = plan.split("InMemoryTableScan")[0]
+                assert "Exchange" not in own_operators, (suite.name, plan)
+    finally:
+        ledger.unpersist()
+        key_ledger.unpersist()
 
 
 def write_suite(directory: Path, name: str, content: dict[str, object]) -> Path:
@@ -40,9 +65,20 @@ def write_suite(directory: Path, name: str, content: dict[str, object]) -> Path:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ({"name": "exactly_once", "expectations": []}, "version"),
-        ({"name": "other", "version": 1, "expectations": []}, "names suite 'other'"),
-        ({"name": "exactly_once", "version": "one", "expectations": []}, "invalid literal"),
+        ({"name": "exactly_once", "asset": "ledger", "expectations": []}, "version"),
+        (
+            {"name": "other", "version": 1, "asset": "ledger", "expectations": []},
+            "names suite 'other'",
+        ),
+        (
+            {"name": "exactly_once", "version": "one", "asset": "ledger", "expectations": []},
+            "invalid literal",
+        ),
+        ({"name": "exactly_once", "version": 1, "expectations": []}, "asset"),
+        (
+            {"name": "exactly_once", "version": 1, "asset": "topic", "expectations": []},
+            "asset 'topic' is not one of",
+        ),
     ],
 )
 def test_broken_suite_files_are_refused(
@@ -69,6 +105,7 @@ def test_an_expectation_gx_rejects_is_refused(
             {
                 "name": "exactly_once",
                 "version": 2,
+                "asset": "ledger",
                 "expectations": [expectation],
             },
         )

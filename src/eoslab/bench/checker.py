@@ -5,6 +5,11 @@ producer can (linger, big batches, lz4), write the matching history, then time
 :func:`eoslab.verify.checker.verify_run` and :func:`eoslab.verify.naive.check` on the same run
 and report records/s and the ratio naive/spark. Both must find nothing; their counts are
 compared, so a fast but wrong checker shows up here too.
+
+``spark_read_s`` is the floor under the Spark checker: reading and parsing the topic through
+Spark's Kafka source into a no-op sink, nothing else. The target (the Spark checker at least
+:data:`TARGET_RATIO` times faster than the naive one at the largest scale, time growing linearly)
+is reported as met or not, with the figures to judge it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from pyspark.sql import SparkSession
 
 from eoslab.message import FORMAT_TAG, SEPARATOR, Message, decode, encode_value
 from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir, RunInfo, SessionInfo, now_ms
@@ -27,8 +33,10 @@ from eoslab.runtime.topology import LabConfig
 from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
 from eoslab.verify.spark_session import build_session
+from eoslab.verify.topic_reader import classify, read_raw
 
 DEFAULT_SCALES = [1_000_000, 2_000_000, 4_000_000, 8_000_000]
+TARGET_RATIO = 5.0
 PARTITIONS = 6
 KEYS_PER_PARTITION = 8
 PRODUCER_SETTINGS = {
@@ -150,6 +158,23 @@ def _delete_topic(bootstrap: str, topic: str) -> None:
         future.result(timeout=60)
 
 
+def _time_read(spark: SparkSession, run_dir: RunDir) -> float:
+    """Seconds to read and parse the run's topic, written nowhere."""
+    info = run_dir.read_info()
+    started = time.perf_counter()
+    raw = read_raw(spark, info.bootstrap, info.topic, info.partitions)
+    classify(raw, info.run_id).write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - started
+
+
+def _growth(results: list[dict[str, Any]], seconds: str) -> float | None:
+    """Time multiplied per records multiplied, smallest to largest scale (1.0 is linear)."""
+    if len(results) < 2:
+        return None
+    first, last = results[0], results[-1]
+    return round((last[seconds] / first[seconds]) / (last["records"] / first["records"]), 2)
+
+
 def run(scales: list[int], bootstrap: str | None = None) -> dict[str, Any]:
     """Time both checkers at each scale on the lab's Kafka (or ``bootstrap``)."""
     bootstrap = bootstrap or LabConfig().bootstrap_servers
@@ -158,6 +183,7 @@ def run(scales: list[int], bootstrap: str | None = None) -> dict[str, Any]:
     for records in scales:
         with tempfile.TemporaryDirectory(prefix="eoslab-bench-checker-") as root:
             run_dir, produce_s = generate(bootstrap, Path(root), records)
+            read_s = _time_read(spark, run_dir)
             started = time.perf_counter()
             verdict = verify_run(run_dir.path, spark=spark)
             spark_s = time.perf_counter() - started
@@ -170,6 +196,7 @@ def run(scales: list[int], bootstrap: str | None = None) -> dict[str, Any]:
                     "records": records,
                     "produce_s": round(produce_s, 2),
                     "produce_records_per_s": round(records / produce_s),
+                    "spark_read_s": round(read_s, 2),
                     "spark_s": round(spark_s, 2),
                     "spark_records_per_s": round(records / spark_s),
                     "naive_s": round(naive_s, 2),
@@ -183,4 +210,16 @@ def run(scales: list[int], bootstrap: str | None = None) -> dict[str, Any]:
                 }
             )
             _delete_topic(bootstrap, run_dir.read_info().topic)
-    return {"partitions": PARTITIONS, "master": spark.sparkContext.master, "scales": results}
+    largest = results[-1] if results else None
+    return {
+        "partitions": PARTITIONS,
+        "master": spark.sparkContext.master,
+        "scales": results,
+        "growth": {"spark": _growth(results, "spark_s"), "naive": _growth(results, "naive_s")},
+        "target": {
+            "naive_over_spark": TARGET_RATIO,
+            "at_records": largest and largest["records"],
+            "measured": largest and largest["naive_over_spark"],
+            "met": bool(largest and largest["naive_over_spark"] >= TARGET_RATIO),
+        },
+    }

@@ -1,4 +1,4 @@
-"""Derive every anomaly of a run from its ledger, with window functions over sequence streams.
+"""Derive every anomaly of a run from its ledgers, with window functions over sequence streams.
 
 A sequence stream is one producer session's records in one partition (``seq``) or for one key
 (``key_seq``). The checks are the same on both; only the columns differ (:class:`SequenceScope`).
@@ -17,6 +17,11 @@ Definitions (ARCHITECTURE.md, "Message format and anomalies"):
 Phantoms take no part in the order and gap checks: their sequence numbers were not assigned by
 this run, and they are reported once, as phantoms. Every table has the columns of
 :data:`LOCATION`: where to look in the log, and which record it is.
+
+Every window here is partitioned and ordered as the ledger it reads is already laid out (see
+:mod:`eoslab.verify.ledger`), so none of them shuffles or sorts the whole run. The one check
+that needs log order, reorders, first looks for streams whose offsets do not rise with their
+sequences (a ``lead`` in sequence order) and sorts only those.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pyspark.sql import functions as sf
 
 from eoslab.rundir import ANOMALIES
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
+from eoslab.verify.ledger import KEY_STREAM, PARTITION_STREAM, run_rows
 
 LOCATION = ("session_id", "producer", "partition", "offset", "seq", "key", "key_seq")
 """``offset`` is where the record is; for ``lost`` the offset the broker acknowledged; for a gap
@@ -35,6 +41,7 @@ the offset of the next record of the stream, where the skip shows."""
 
 FOREIGN = "foreign"
 """Records of other formats or runs: reported and counted, not an anomaly."""
+FOREIGN_COLUMNS = ("partition", "offset", "reason", "value_head")
 
 
 @dataclass(frozen=True)
@@ -45,22 +52,25 @@ class SequenceScope:
     stream: tuple[str, ...]
     seq: str
     occurrence: str
+    copy_order: tuple[str, ...]
     log_order: tuple[str, ...]
 
 
 PARTITION_SCOPE = SequenceScope(
     prefix="",
-    stream=("session_id", "partition"),
+    stream=PARTITION_STREAM,
     seq="seq",
     occurrence="occurrence",
-    log_order=("session_id", "partition"),
+    copy_order=("offset",),
+    log_order=PARTITION_STREAM,
 )
 KEY_SCOPE = SequenceScope(
     prefix="key_",
-    stream=("session_id", "key"),
+    stream=KEY_STREAM,
     seq="key_seq",
     occurrence="key_occurrence",
-    log_order=("session_id", "key", "partition"),
+    copy_order=("partition", "offset"),
+    log_order=(*KEY_STREAM, "partition"),
 )
 
 
@@ -74,7 +84,11 @@ def _sent() -> Column:
 
 def duplicates(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
     """Every copy after the first, with where the first copy is."""
-    copies = Window.partitionBy(*scope.stream, scope.seq).orderBy("partition", "offset")
+    copies = (
+        Window.partitionBy(*scope.stream, scope.seq)
+        .orderBy(*scope.copy_order)
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
     return (
         ledger.where(_in_log())
         .withColumn("first_partition", sf.first("partition").over(copies))
@@ -85,7 +99,21 @@ def duplicates(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
 
 
 def reorders(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
-    """First copies of a sequence that come after a higher sequence of the same stream."""
+    """First copies of a sequence that come after a higher sequence of the same stream.
+
+    In sequence order, a stream without reorders has its first copies at rising offsets of one
+    partition; only the streams where that fails are sorted into log order."""
+    firsts = ledger.where(_in_log() & _sent() & (sf.col(scope.occurrence) == 1))
+    following = Window.partitionBy(*scope.stream).orderBy(scope.seq)
+    out_of_step = (sf.lead("partition").over(following) != sf.col("partition")) | (
+        sf.lead("offset").over(following) < sf.col("offset")
+    )
+    suspect_streams = (
+        firsts.withColumn("out_of_step", out_of_step)
+        .where("out_of_step")
+        .select(*scope.stream)
+        .distinct()
+    )
     earlier = (
         Window.partitionBy(*scope.log_order)
         .orderBy("offset")
@@ -93,7 +121,7 @@ def reorders(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
     )
     highest_before = f"highest_earlier_{scope.seq}"
     return (
-        ledger.where(_in_log() & _sent() & (sf.col(scope.occurrence) == 1))
+        firsts.join(sf.broadcast(suspect_streams), on=list(scope.stream), how="left_semi")
         .withColumn(highest_before, sf.max(scope.seq).over(earlier))
         .where(sf.col(scope.seq) < sf.col(highest_before))
         .select(*LOCATION, highest_before)
@@ -105,30 +133,32 @@ def gaps(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
     definitely failed; each row says between which sequences it is missing and where."""
     seq = scope.seq
     previous, following = f"previous_{seq}", f"next_{seq}"
-    present = (
+    by_seq = Window.partitionBy(*scope.stream).orderBy(seq, *scope.copy_order)
+    # copies follow their first one at a step of 0: a hole shows at the first copy after it
+    holes = (
         ledger.where(_in_log() & _sent())
-        .groupBy(*scope.stream, seq)
-        .agg(sf.min(sf.struct("partition", "offset", "producer")).alias("at"))
-    )
-    by_seq = Window.partitionBy(*scope.stream).orderBy(seq)
-    holes = present.withColumn(previous, sf.coalesce(sf.lag(seq).over(by_seq), sf.lit(-1))).where(
-        sf.col(seq) - sf.col(previous) > 1
+        .withColumn(previous, sf.coalesce(sf.lag(seq).over(by_seq), sf.lit(-1)))
+        .where(sf.col(seq) - sf.col(previous) > 1)
     )
     missing = holes.select(
         *scope.stream,
         sf.explode(sf.sequence(sf.col(previous) + 1, sf.col(seq) - 1)).alias(seq),
         previous,
         sf.col(seq).alias(following),
-        sf.col("at.partition").alias("at_partition"),
-        sf.col("at.offset").alias("offset"),
-        sf.col("at.producer").alias("producer"),
+        sf.col("partition").alias("at_partition"),
+        "offset",
+        "producer",
     )
-    excused = ledger.where(sf.col("outcome").isin(*EXCUSED_OUTCOMES)).select(*scope.stream, seq)
+    never_logged = ledger.where(~_in_log())
+    excused = never_logged.where(sf.col("outcome").isin(*EXCUSED_OUTCOMES))
     details = [c for c in ("seq", "key", "key_seq") if c not in (*scope.stream, seq)]
-    never_logged = ledger.where(~_in_log()).select(*scope.stream, seq, *details, "outcome")
     return (
-        missing.join(excused, on=[*scope.stream, seq], how="left_anti")
-        .join(never_logged, on=[*scope.stream, seq], how="left")
+        missing.join(excused.select(*scope.stream, seq), on=[*scope.stream, seq], how="left_anti")
+        .join(
+            never_logged.select(*scope.stream, seq, *details, "outcome"),
+            on=[*scope.stream, seq],
+            how="left",
+        )
         .withColumn("partition", sf.col("at_partition"))
         .select(*LOCATION, previous, following, "outcome")
     )
@@ -153,15 +183,18 @@ def indeterminates(ledger: DataFrame) -> DataFrame:
     ).select(*LOCATION, "outcome", "error")
 
 
-def derive(ledger: DataFrame) -> dict[str, DataFrame]:
-    """Every anomaly table, by name (the names of :data:`ANOMALIES`)."""
-    tables = {
-        "lost": lost(ledger),
-        "phantom": phantoms(ledger),
-        "indeterminate": indeterminates(ledger),
-    }
-    for scope in (PARTITION_SCOPE, KEY_SCOPE):
-        tables[f"{scope.prefix}duplicate"] = duplicates(ledger, scope)
-        tables[f"{scope.prefix}reorder"] = reorders(ledger, scope)
-        tables[f"{scope.prefix}gap"] = gaps(ledger, scope)
+def foreign(ledger: DataFrame) -> DataFrame:
+    """Records of the topic that are not this run's."""
+    return ledger.where(sf.col("reason").isNotNull()).select(*FOREIGN_COLUMNS)
+
+
+def derive(ledger: DataFrame, key_ledger: DataFrame) -> dict[str, DataFrame]:
+    """Every anomaly table, by name (the names of :data:`ANOMALIES`), from the ledger and its
+    per-key layout (:func:`eoslab.verify.ledger.by_key`)."""
+    run = run_rows(ledger)
+    tables = {"lost": lost(run), "phantom": phantoms(run), "indeterminate": indeterminates(run)}
+    for scope, frame in ((PARTITION_SCOPE, run), (KEY_SCOPE, key_ledger)):
+        tables[f"{scope.prefix}duplicate"] = duplicates(frame, scope)
+        tables[f"{scope.prefix}reorder"] = reorders(frame, scope)
+        tables[f"{scope.prefix}gap"] = gaps(frame, scope)
     return {name: tables[name] for name in ANOMALIES}

@@ -19,9 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from eoslab.rundir import RunDir
 from eoslab.verify import anomalies, metrics, suites
 from eoslab.verify.history import read_history
-from eoslab.verify.ledger import build_ledger
+from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.spark_session import build_session
-from eoslab.verify.topic_reader import TopicRecords, classify, read_raw
+from eoslab.verify.topic_reader import classify, read_raw
 from eoslab.verify.verdict import MAX_EXAMPLES, Verdict, build_verdict, expected_checks, judge
 
 
@@ -60,12 +60,14 @@ def verify_run(
 
     try:
         raw = read_raw(spark, bootstrap or info.bootstrap, info.topic, info.partitions)
-        classified = cache(classify(raw, info.run_id))
-        classified.count()  # the log as of now: later actions reuse this snapshot
-        topic = TopicRecords.split(classified)
-        history = cache(read_history(spark, run.history_dir))
-        ledger = cache(build_ledger(topic.records, history))
-        tables = {**anomalies.derive(ledger), anomalies.FOREIGN: topic.foreign}
+        history = read_history(spark, run.history_dir)
+        ledger = cache(build_ledger(classify(raw, info.run_id), history))
+        ledger.count()  # the log as of now: later actions reuse this snapshot
+        key_ledger = cache(by_key(ledger))
+        tables = {
+            **anomalies.derive(ledger, key_ledger),
+            anomalies.FOREIGN: anomalies.foreign(ledger),
+        }
         counts: dict[str, int] = {}
         examples: dict[str, list[dict[str, Any]]] = {}
         for name, table in tables.items():
@@ -76,13 +78,15 @@ def verify_run(
         figures = {
             "run_id": info.run_id,
             "partitions": info.partitions,
-            **metrics.log_summary(topic.records, topic.foreign),
+            **metrics.log_summary(ledger),
             "anomalies": counts,
             **history_figures,
         }
         run.metrics_json.write_text(json.dumps(figures, indent=2) + "\n")
 
-        gx_report = suites.validate(ledger, run.checker_dir, counts)
+        gx_report = suites.validate(
+            {"ledger": run_rows(ledger), "key_ledger": key_ledger}, run.checker_dir, counts
+        )
         observed = {
             **counts,
             **{f"errors.{name}": n for name, n in history_figures["errors"].items()},

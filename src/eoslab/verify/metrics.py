@@ -15,32 +15,33 @@ LATENCY_QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 PERCENTILE_ACCURACY = 10_000
 
 
-def log_summary(records: DataFrame, foreign: DataFrame) -> dict[str, int]:
+def log_summary(ledger: DataFrame) -> dict[str, int]:
     """Records of the run, foreign records, and how many partitions hold run records."""
-    row = records.agg(
-        sf.count(sf.lit(1)).alias("records"),
-        sf.countDistinct("partition").alias("partitions_with_records"),
-    ).first()
+    run_record = sf.col("reason").isNull()
+    row = (
+        ledger.where(sf.col("offset").isNotNull())
+        .agg(
+            sf.count(sf.when(run_record, 1)).alias("records"),
+            sf.countDistinct(sf.when(run_record, sf.col("partition"))).alias("partitions"),
+            sf.count(sf.when(~run_record, 1)).alias("foreign"),
+        )
+        .first()
+    )
     return {
         "records": int(row["records"]),
-        "partitions_with_records": int(row["partitions_with_records"]),
-        "foreign": foreign.count(),
+        "partitions_with_records": int(row["partitions"]),
+        "foreign": int(row["foreign"]),
     }
 
 
 def history_summary(history: DataFrame) -> dict[str, Any]:
     """Sends by outcome and by error name, latency quantiles and throughput of acked sends."""
-    outcomes = {
-        r["outcome"]: int(r["n"])
-        for r in history.groupBy("outcome").count().withColumnRenamed("count", "n").collect()
-    }
-    errors = {
-        r["error"]: int(r["n"])
-        for r in history.where(sf.col("error").isNotNull())
-        .groupBy("error")
-        .agg(sf.count(sf.lit(1)).alias("n"))
-        .collect()
-    }
+    outcomes: dict[str, int] = {}
+    errors: dict[str, int] = {}
+    for r in history.groupBy("outcome", "error").agg(sf.count(sf.lit(1)).alias("n")).collect():
+        outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + int(r["n"])
+        if r["error"] is not None:
+            errors[r["error"]] = errors.get(r["error"], 0) + int(r["n"])
     acked = history.where(sf.col("outcome") == "ack")
     row = acked.agg(
         sf.count(sf.lit(1)).alias("acked"),

@@ -1,8 +1,10 @@
 """The checker's SparkSession: local, small, loopback-only, with Spark's Kafka source on the path.
 
-The checker reads hundreds to millions of records on a shared 2-core machine: few shuffle
-partitions keep small runs from paying for 200 empty tasks, and the UI is off because nobody
-watches it. The driver binds loopback like every other lab process.
+The checker reads hundreds to millions of records on a shared 2-core machine: its one big
+shuffle is cut in 16 partitions (sorts of a few hundred thousand rows each, which stay in
+memory; adaptive execution merges them back for small runs, instead of 200 near-empty tasks),
+and the UI is off because nobody watches it. The driver binds loopback like every other lab
+process.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from pyspark.sql import SparkSession
 from eoslab.paths import spark_jars
 
 DEFAULT_MASTER = "local[2]"
-SHUFFLE_PARTITIONS = 4
-DRIVER_MEMORY = "2g"
+SHUFFLE_PARTITIONS = 16
+DRIVER_MEMORY = "4g"
 """Local mode runs the executors inside the driver: millions of records are cached there."""
 APP_NAME = "eoslab-verify"
 

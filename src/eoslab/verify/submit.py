@@ -2,8 +2,8 @@
 
 Under spark-submit the JVM is up before Python runs, so ``spark.jars`` set by the session
 builder no longer reaches the driver's class path: the Kafka connector must come with
-``--jars``. The command line and environment built here carry it, and point spark-submit at the
-pyspark of this virtualenv.
+``--jars`` (and the driver's memory with ``--driver-memory``). The command line and environment
+built here carry them, and point spark-submit at the pyspark of this virtualenv.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pyspark
 
 from eoslab.paths import project_root
-from eoslab.verify.spark_session import DEFAULT_MASTER, kafka_jars
+from eoslab.verify.spark_session import DEFAULT_MASTER, DRIVER_MEMORY, kafka_jars
 
 
 def verify_job() -> Path:
@@ -25,12 +25,15 @@ def verify_job() -> Path:
 def spark_submit_command(
     run_dir: Path, master: str = DEFAULT_MASTER, bootstrap: str | None = None
 ) -> list[str]:
-    """``spark-submit --master M --jars <Kafka connector> spark_jobs/verify_run.py RUN_DIR``."""
+    """``spark-submit --master M --driver-memory 4g --jars <Kafka connector> spark_jobs/verify_run.py
+    RUN_DIR``."""
     spark_home = Path(pyspark.__file__).parent
     command = [
         str(spark_home / "bin" / "spark-submit"),
         "--master",
         master,
+        "--driver-memory",
+        DRIVER_MEMORY,
         "--jars",
         ",".join(kafka_jars()),
         str(verify_job()),

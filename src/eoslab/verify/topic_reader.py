@@ -8,7 +8,6 @@ can be located in the log.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
@@ -26,26 +25,8 @@ RECORD_COLUMNS = (
 )
 """A run record: who sent it and its sequences (from the value), where it is (Kafka)."""
 
-FOREIGN_COLUMNS = ("partition", "offset", "reason", "value_head")
 FETCH_BYTES = 16 * 1024 * 1024
 """Per fetch: the Java client's 1 MiB per partition halves the read rate of small records."""
-
-
-@dataclass(frozen=True)
-class TopicRecords:
-    """The topic split into this run's workload records and everything else."""
-
-    records: DataFrame
-    foreign: DataFrame
-
-    @classmethod
-    def split(cls, classified: DataFrame) -> TopicRecords:
-        """Split the output of :func:`classify` on its ``reason`` column."""
-        foreign = classified.where(sf.col("reason").isNotNull())
-        return cls(
-            records=classified.where(sf.col("reason").isNull()).select(*RECORD_COLUMNS),
-            foreign=foreign.select(*FOREIGN_COLUMNS),
-        )
 
 
 def read_raw(spark: SparkSession, bootstrap: str, topic: str, partitions: int) -> DataFrame:

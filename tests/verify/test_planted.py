@@ -166,3 +166,27 @@ def test_naive_checker_counts_the_same(
     run, _ = planted
     metrics = json.loads(run.metrics_json.read_text())
     assert naive.check(run.path).counts == metrics["anomalies"]
+
+
+def test_a_key_spread_over_partitions_is_checked_per_partition(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Key "kx" is in partitions 0 and 1 (the workload never does that, a user's producer may):
+    key reorders are judged within each partition, so only partition 1 holds one (key_seq 1
+    after 3), and the key sequences are complete across both."""
+    run = PlantedRun(root=tmp_path, bootstrap=kafka_bootstrap, partitions=2)
+    a = run.session()
+    for partition, key_seqs in ((0, (0, 2)), (1, (3, 1))):
+        for seq, key_seq in enumerate(key_seqs):
+            run.sent_and_acked(run.message(a, partition, seq, "kx", key_seq), seq)
+    run_dir, _ = run.write(expected={"key_reorder": ">0"})
+
+    verdict = verify_run(run_dir.path, spark=spark)
+
+    assert located(run_dir, "key_reorder", "key", "partition", "offset", "key_seq") == [
+        ("kx", 1, 1, 1)
+    ]
+    counts = json.loads(run_dir.metrics_json.read_text())["anomalies"]
+    assert {name: n for name, n in counts.items() if n} == {"key_reorder": 1}
+    assert verdict.conforms
+    assert naive.check(run_dir.path).counts == counts

@@ -101,13 +101,12 @@ def duplicates(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
 def reorders(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
     """First copies of a sequence that come after a higher sequence of the same stream.
 
-    In sequence order, a stream without reorders has its first copies at rising offsets of one
-    partition; only the streams where that fails are sorted into log order."""
+    If, in sequence order, the offsets of a stream's first copies never fall, no partition holds
+    a reorder of it (offsets within a partition are distinct): only the streams where one falls
+    are sorted into log order."""
     firsts = ledger.where(_in_log() & _sent() & (sf.col(scope.occurrence) == 1))
     following = Window.partitionBy(*scope.stream).orderBy(scope.seq)
-    out_of_step = (sf.lead("partition").over(following) != sf.col("partition")) | (
-        sf.lead("offset").over(following) < sf.col("offset")
-    )
+    out_of_step = sf.lead("offset").over(following) < sf.col("offset")
     suspect_streams = (
         firsts.withColumn("out_of_step", out_of_step)
         .where("out_of_step")

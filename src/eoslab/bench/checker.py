@@ -6,8 +6,10 @@ producer can (linger, big batches, lz4), write the matching history, then time
 and report records/s and the ratio naive/spark. Both must find nothing; their counts are
 compared, so a fast but wrong checker shows up here too.
 
-``spark_read_s`` is the floor under the Spark checker: reading and parsing the topic through
-Spark's Kafka source into a no-op sink, nothing else. The target (the Spark checker at least
+Two floors under the Spark checker, each written into a no-op sink: ``spark_read_s`` reads and
+parses the topic through Spark's Kafka source, nothing else; ``spark_ledger_s`` also brings the
+records together with the history (the ledger's one shuffle, which any comparison of log and
+history needs) without keeping them. The target (the Spark checker at least
 :data:`TARGET_RATIO` times faster than the naive one at the largest scale, time growing linearly)
 is reported as met or not, with the figures to judge it.
 """
@@ -32,6 +34,8 @@ from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir, RunInfo, SessionInfo,
 from eoslab.runtime.topology import LabConfig
 from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
+from eoslab.verify.history import read_history
+from eoslab.verify.ledger import build_ledger
 from eoslab.verify.spark_session import build_session
 from eoslab.verify.topic_reader import classify, read_raw
 
@@ -158,13 +162,17 @@ def _delete_topic(bootstrap: str, topic: str) -> None:
         future.result(timeout=60)
 
 
-def _time_read(spark: SparkSession, run_dir: RunDir) -> float:
-    """Seconds to read and parse the run's topic, written nowhere."""
+def _time_floors(spark: SparkSession, run_dir: RunDir) -> tuple[float, float]:
+    """Seconds to read and parse the run's topic, and to build its ledger, written nowhere."""
     info = run_dir.read_info()
-    started = time.perf_counter()
-    raw = read_raw(spark, info.bootstrap, info.topic, info.partitions)
-    classify(raw, info.run_id).write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - started
+    records = classify(read_raw(spark, info.bootstrap, info.topic, info.partitions), info.run_id)
+    ledger = build_ledger(records, read_history(spark, run_dir.history_dir))
+    seconds = []
+    for frame in (records, ledger):
+        started = time.perf_counter()
+        frame.write.format("noop").mode("overwrite").save()
+        seconds.append(time.perf_counter() - started)
+    return seconds[0], seconds[1]
 
 
 def _growth(results: list[dict[str, Any]], seconds: str) -> float | None:
@@ -183,7 +191,7 @@ def run(scales: list[int], bootstrap: str | None = None) -> dict[str, Any]:
     for records in scales:
         with tempfile.TemporaryDirectory(prefix="eoslab-bench-checker-") as root:
             run_dir, produce_s = generate(bootstrap, Path(root), records)
-            read_s = _time_read(spark, run_dir)
+            read_s, ledger_s = _time_floors(spark, run_dir)
             started = time.perf_counter()
             verdict = verify_run(run_dir.path, spark=spark)
             spark_s = time.perf_counter() - started
@@ -197,6 +205,7 @@ def run(scales: list[int], bootstrap: str | None = None) -> dict[str, Any]:
                     "produce_s": round(produce_s, 2),
                     "produce_records_per_s": round(records / produce_s),
                     "spark_read_s": round(read_s, 2),
+                    "spark_ledger_s": round(ledger_s, 2),
                     "spark_s": round(spark_s, 2),
                     "spark_records_per_s": round(records / spark_s),
                     "naive_s": round(naive_s, 2),

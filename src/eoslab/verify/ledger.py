@@ -18,7 +18,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
-LEDGER_COLUMNS = (
+RUN_COLUMNS = (
     "session_id",
     "producer",
     "partition",
@@ -30,19 +30,14 @@ LEDGER_COLUMNS = (
     "outcome",
     "acked_offset",
     "error",
-    "reason",
-    "value_head",
 )
+LEDGER_COLUMNS = (*RUN_COLUMNS, "reason", "value_head")
 """A row per record in the log (with its history row's outcome, acked offset and error, if any)
 and a row per history entry that never reached the log (``offset`` null). ``outcome`` is null
 for a log record that no history row knows (a phantom). ``occurrence`` numbers the copies of one
 (session, partition, seq) in offset order. ``reason`` is not null for a foreign record (another
 format or run: see :func:`eoslab.verify.topic_reader.classify`); such rows take part in nothing
 else."""
-
-KEY_LEDGER_COLUMNS = (*LEDGER_COLUMNS[:-2], "key_occurrence")
-"""The run rows of the ledger, clustered by (session, key); ``key_occurrence`` numbers the copies
-of one (session, key, key_seq) in (partition, offset) order."""
 
 PARTITION_STREAM = ("session_id", "partition")
 KEY_STREAM = ("session_id", "key")
@@ -109,7 +104,8 @@ def run_rows(ledger: DataFrame) -> DataFrame:
 
 def by_key(ledger: DataFrame) -> DataFrame:
     """The run rows of the ledger clustered by (session, key), sorted by (session, key, key_seq,
-    partition, offset)."""
+    partition, offset), with ``key_occurrence``: the copies of one (session, key, key_seq)
+    numbered in (partition, offset) order."""
     so_far = (
         Window.partitionBy(*KEY_IDENTITY)
         .orderBy("partition", "offset")
@@ -117,7 +113,7 @@ def by_key(ledger: DataFrame) -> DataFrame:
     )
     rows = (
         run_rows(ledger)
-        .select(*KEY_LEDGER_COLUMNS[:-1])
+        .select(*RUN_COLUMNS)
         .repartition(*KEY_STREAM)
         .sortWithinPartitions(*KEY_IDENTITY, "partition", "offset")
     )

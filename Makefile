@@ -38,6 +38,7 @@ status: setup
 lint: setup
 	$(VENV)/bin/ruff check src tests dags spark_jobs
 	$(VENV)/bin/ruff format --check src tests dags spark_jobs
+	$(VENV)/bin/mypy
 
 test: setup lint
 	$(VENV)/bin/pytest $(PYTEST_ARGS)

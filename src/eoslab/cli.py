@@ -7,16 +7,18 @@ import uuid
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from eoslab import smoke as smoke_lib
-from eoslab.chaos.command import app as chaos_app
+from eoslab.admin import create_topic
+from eoslab.console import JsonOption, RuntimeOption, console, fail
 from eoslab.orchestration.command import app as orchestrate_app
 from eoslab.probe.command import app as probe_app
+from eoslab.proxy.command import app as chaos_app
 from eoslab.refbroker.command import app as refbroker_app
 from eoslab.report.command import app as report_app
-from eoslab.runtime import RUNTIMES, LabError, get_runtime
+from eoslab.rundir import REPLICATION
+from eoslab.runtime import LabError, get_runtime
+from eoslab.runtime import smoke as smoke_lib
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.status import ClusterView, LabStatus
 from eoslab.scenarios import command as scenarios_command
@@ -40,25 +42,9 @@ app.add_typer(
     orchestrate_app, name="orchestrate", help="Airflow in the lab: the matrix now, its environment."
 )
 
-console = Console()
-errors = Console(stderr=True)
-
-RuntimeOption = Annotated[
-    str,
-    typer.Option(
-        "--runtime",
-        envvar="EOSLAB_RUNTIME",
-        help=f"Where the lab runs: {' or '.join(RUNTIMES)}.",
-    ),
-]
 ServiceArgument = Annotated[
     str, typer.Argument(help="A service, e.g. kafka-2, zookeeper, refbroker.")
 ]
-
-
-def _fail(error: Exception) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {error}", highlight=False)
-    return typer.Exit(code=1)
 
 
 @lab_app.command()
@@ -68,7 +54,7 @@ def up(runtime: RuntimeOption = "local") -> None:
     try:
         status = lab.up()
     except (LabError, KeyError) as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     _print_status(status)
     if isinstance(lab, LocalRuntime) and lab.config.with_airflow:
         console.print(lab.airflow().login_banner())
@@ -94,20 +80,20 @@ def down(
     try:
         get_runtime(runtime).down(purge=purge)
     except LabError as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     console.print("The lab is down." + (" Its state is wiped." if purge else ""))
 
 
 @lab_app.command()
 def status(
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOption = False,
     runtime: RuntimeOption = "local",
 ) -> None:
     """Each service with pid, ports and health; the controller; leaders and ISRs."""
     try:
         lab_status = get_runtime(runtime).status()
     except LabError as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     if as_json:
         typer.echo(json.dumps(lab_status.to_json(), indent=2))
     else:
@@ -126,7 +112,7 @@ def logs(
     try:
         typer.echo(get_runtime(runtime).logs(service, lines))
     except (LabError, KeyError) as error:
-        raise _fail(error) from error
+        raise fail(error) from error
 
 
 @lab_app.command()
@@ -136,15 +122,15 @@ def smoke(
 ) -> None:
     """Produce idempotently to each target, read back, and check: complete, once, in order."""
     config = get_runtime(runtime).config
-    targets = {"kafka": (config.bootstrap_servers, 3), "refbroker": (config.refbroker_bootstrap, 1)}
+    targets = {"kafka": config.bootstrap_servers, "refbroker": config.refbroker_bootstrap}
     table = Table(title="smoke check")
     for column in ("target", "acked", "read", "lost", "duplicates", "reordered", "verdict"):
         table.add_column(column)
     failed = False
-    for target, (bootstrap, replication) in targets.items():
+    for target, bootstrap in targets.items():
         topic = f"smoke-{uuid.uuid4().hex[:8]}"
         try:
-            smoke_lib.create_topic(bootstrap, topic, partitions=3, replication=replication)
+            create_topic(bootstrap, topic, partitions=3, replication=REPLICATION[target])
             ledger = smoke_lib.produce(bootstrap, topic, partitions=3, count=records)
             found = smoke_lib.check(ledger, smoke_lib.consume(bootstrap, topic, partitions=3))
         except Exception as error:
@@ -172,7 +158,7 @@ def _verb(name: str, doc: str) -> None:
         try:
             getattr(get_runtime(runtime), name)(service)
         except (LabError, KeyError) as error:
-            raise _fail(error) from error
+            raise fail(error) from error
         console.print(f"{name}: {service}")
 
     command.__doc__ = doc

@@ -33,17 +33,11 @@ FORMAT_TAG = "eos1"
 SEPARATOR = "|"
 PADDING_CHAR = "x"
 
-FIELDS: tuple[str, ...] = (
-    "tag",
-    "run_id",
-    "session_id",
-    "producer",
-    "partition",
-    "seq",
-    "key",
-    "key_seq",
-    "padding",
-)
+RECORD_FIELDS: tuple[str, ...] = ("session_id", "producer", "partition", "seq", "key", "key_seq")
+"""Who sent a record and its place in both sequences: the columns every table of the checker
+keeps for a record (the history's, the ledger's, the anomalies')."""
+
+FIELDS: tuple[str, ...] = ("tag", "run_id", *RECORD_FIELDS, "padding")
 """The value's fields in order; ``FIELDS[i]`` is ``split(value, '|')[i]``."""
 
 FIELD_INDEX: dict[str, int] = {name: index for index, name in enumerate(FIELDS)}

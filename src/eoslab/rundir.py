@@ -19,7 +19,7 @@ This layout is the contract between the run executor (which writes it) and the c
         anomalies/<name>/          Parquet, one dataset per anomaly
         metrics.json
         gx/                        Great Expectations file context and Data Docs
-        verdict.json
+        verdict.json               Verdict: every check, expected against observed
 
 History outcomes (:class:`Outcome`; the error → outcome mapping is in
 :mod:`eoslab.workload.outcomes`):
@@ -51,16 +51,32 @@ import secrets
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from eoslab.paths import project_root
+from eoslab.settings import runs_root
 
-RUN_FORMAT = 1
+RUN_FORMAT: Literal[1] = 1
 
-Target = Literal["kafka", "refbroker", "external"]
+LabTarget = Literal["kafka", "refbroker"]
+"""The lab's two systems under test: the 3-broker Kafka cluster and the reference broker."""
+Target = LabTarget | Literal["external"]
+"""Where a run goes: one of the lab's targets, or a cluster the user names (Kafka's rules)."""
+LAB_TARGETS: tuple[LabTarget, ...] = get_args(LabTarget)
+TARGETS: tuple[str, ...] = (*LAB_TARGETS, "external")
+REPLICATION: dict[str, int] = {"kafka": 3, "refbroker": 1, "external": 3}
+"""The replication factor of a run's topic on each target (the reference broker is one node)."""
+
+
+def lab_target(name: str) -> LabTarget:
+    """``name`` as one of the lab's targets; ValueError naming the choices otherwise."""
+    for target in LAB_TARGETS:
+        if name == target:
+            return target
+    raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(LAB_TARGETS)}")
+
 
 AnomalyName = Literal[
     "lost",
@@ -78,7 +94,19 @@ ANOMALIES: tuple[str, ...] = get_args(AnomalyName)
 Expectation = Literal["0", ">0", ">=0", "any"]
 """None, at least one, or counted only (">=0" and "any" never mismatch)."""
 EXPECTATION_FORMS: tuple[str, ...] = get_args(Expectation)
-TARGETS: tuple[str, ...] = ("kafka", "refbroker", "external")
+FOREIGN = "foreign"
+"""Records of the topic that are not the run's (another format or run): reported, counted, never
+an anomaly."""
+DEFAULT_EXPECTATIONS: dict[str, str] = {
+    **dict.fromkeys(ANOMALIES, "0"),
+    "indeterminate": ">=0",
+    FOREIGN: "any",
+}
+"""Unless a scenario says otherwise: no anomaly; indeterminate records allowed; foreign ones
+reported."""
+ERRORS_KEY = "errors"
+"""``expected["errors"]``: the broker errors a run is expected to provoke; its checks are named
+``errors.<NAME>``."""
 
 
 class Outcome(StrEnum):
@@ -144,9 +172,65 @@ class RunInfo(BaseModel):
     sessions: list[SessionInfo] = Field(default_factory=list)
 
 
-def now_ms() -> int:
-    """Wall-clock milliseconds, the timestamp unit of every run file."""
-    return time.time_ns() // 1_000_000
+class Check(BaseModel):
+    """One check of a verdict: an observed count against its expectation, with a few rows."""
+
+    name: str
+    expected: str
+    observed: int
+    conforms: bool
+    examples: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ExpectationOutcome(BaseModel):
+    """One GX expectation's result, and whether it agrees with the anomaly tables it stands
+    for (it must succeed exactly when they are empty)."""
+
+    suite: str
+    type: str
+    check: str
+    success: bool
+    unexpected: int | None
+    anomalies: list[str]
+    agrees: bool
+
+
+class SuiteOutcome(BaseModel):
+    version: int
+    success: bool
+
+
+class GxOutcome(BaseModel):
+    """What the Great Expectations suites said about the run."""
+
+    success: bool
+    agrees_with_anomalies: bool
+    suites: dict[str, SuiteOutcome]
+    expectations: list[ExpectationOutcome]
+    data_docs: str | None
+
+
+class VerdictLinks(BaseModel):
+    anomalies: dict[str, str]
+    metrics: str
+    data_docs: str | None
+
+
+class Verdict(BaseModel):
+    """``checker/verdict.json``: every check, expected against observed. A run **conforms** when
+    every check matches, including runs expected to show an anomaly (the negative controls);
+    ``mismatches`` repeats the failing checks so that a reader sees them first."""
+
+    run_id: str
+    scenario: str
+    target: str
+    conforms: bool
+    checked_ms: int
+    """When the checker wrote the verdict: a run's work ends there, not with its workload."""
+    checks: list[Check]
+    mismatches: list[Check]
+    gx: GxOutcome
+    links: VerdictLinks
 
 
 def new_run_id(scenario: str, target: str) -> str:
@@ -156,11 +240,6 @@ def new_run_id(scenario: str, target: str) -> str:
     return f"{stamp}-{scenario}-{target}-{secrets.token_hex(2)}"
 
 
-def default_runs_root() -> Path:
-    """``runs/`` in the checkout."""
-    return project_root() / "runs"
-
-
 class RunDir:
     """The paths of one run directory (see the module docstring for the layout)."""
 
@@ -168,8 +247,8 @@ class RunDir:
         self.path = Path(path)
 
     @classmethod
-    def for_run(cls, run_id: str, runs_root: Path | None = None) -> RunDir:
-        return cls((runs_root or default_runs_root()) / run_id)
+    def for_run(cls, run_id: str, root: Path | None = None) -> RunDir:
+        return cls((root or runs_root()) / run_id)
 
     @property
     def run_id(self) -> str:
@@ -239,6 +318,12 @@ class RunDir:
 
     def read_info(self) -> RunInfo:
         return RunInfo.model_validate_json(self.run_json.read_text())
+
+    def write_verdict(self, verdict: Verdict) -> None:
+        self.verdict_json.write_text(verdict.model_dump_json(indent=2) + "\n")
+
+    def read_verdict(self) -> Verdict:
+        return Verdict.model_validate_json(self.verdict_json.read_text())
 
     def append_jsonl(self, path: Path, record: dict[str, object]) -> None:
         """Append one line in one write (O_APPEND): writers in several processes interleave

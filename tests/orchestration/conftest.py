@@ -11,7 +11,7 @@ import socket
 import pytest
 from dag_runner import DagRunner
 
-from eoslab.orchestration.airflow_home import AirflowHome
+from eoslab.runtime.airflow import AirflowHome
 from eoslab.runtime.local import LocalRuntime
 
 

@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from eoslab.orchestration.airflow_home import venv_bin
+from eoslab.runtime.airflow import venv_bin
 
 DAG_RUN_TIMEOUT_S = 540
 

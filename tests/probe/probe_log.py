@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from eoslab.admin import find_leader
 from eoslab.message import Message
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.log_reader import read_partition
-from eoslab.probe.runner import FlowRun, find_leader
+from eoslab.probe.runner import FlowRun
 
 
 def messages_in(bootstrap: str, topic: str, partition: int = 0) -> list[tuple[int, Message]]:
     """(offset, message) of every record of the partition, read from its leader."""
-    _, host, port = find_leader(bootstrap, topic, partition)
-    with KafkaProtocolClient(host, port) as client:
+    leader = find_leader(bootstrap, topic, partition)
+    with KafkaProtocolClient(leader.host, leader.port) as client:
         records = read_partition(client, topic, partition)
     return [(r.offset, r.message()) for r in records]
 

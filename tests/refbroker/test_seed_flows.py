@@ -10,7 +10,7 @@ from refbroker_process import HOST, RunningBroker, StartBroker
 from eoslab.probe.flows import FIG2, FIG3, FIG4, FIG5, KIP360, SEQ_JUMP, Flow
 from eoslab.probe.runner import FlowRun, run_flow
 from eoslab.probe.targets import refbroker_target
-from eoslab.smoke import Ledger, consume, produce
+from eoslab.runtime.smoke import Ledger, consume, produce
 
 OOOSN = "OUT_OF_ORDER_SEQUENCE_NUMBER"
 
@@ -48,12 +48,12 @@ def test_fig3_lost_acks_resent_batches_get_their_original_offsets(refbroker: Run
     assert produce_counts["deduplicated"] == 2
 
 
-def test_the_drop_responses_fault_swallows_acks_without_closing(refbroker: RunningBroker) -> None:
+def test_the_drop_response_fault_swallows_acks_without_closing(refbroker: RunningBroker) -> None:
     """The broker-side lost ack (the probe's flows read and ignore theirs instead)."""
     refbroker.create_topic("dropped", 1)
     with refbroker.client() as client:
         pid, epoch = init_producer_id(client)
-        refbroker.fault(kind="drop-responses", api="produce", count=2, close_connection=False)
+        refbroker.fault(kind="drop-response", api="produce", count=2, reset=False)
         lost = [
             client.send(produce_request("dropped", 0, batch_of(pid, epoch, seq, seq, "v")))
             for seq in (0, 1)

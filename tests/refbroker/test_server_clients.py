@@ -5,7 +5,7 @@ from __future__ import annotations
 from real_clients import BATCHING, MAX_UNACKED, assert_exactly_once_in_order
 from refbroker_process import RunningBroker, StartBroker
 
-from eoslab.smoke import Ledger, consume, produce
+from eoslab.runtime.smoke import Ledger, consume, produce
 
 PARTITIONS = 3
 WINDOW = {"overrides": BATCHING, "max_unacked": MAX_UNACKED}
@@ -23,7 +23,7 @@ def test_idempotent_producer_then_assign_consumer_reads_each_record_once(
     assert_exactly_once_in_order(records, delivered.acked, 1000)
     counters = refbroker.counters()
     assert counters["produce"]["deduplicated"] == 0
-    assert counters["requests"]["init_producer_id"] == 1
+    assert counters["requests"]["InitProducerId"] == 1
 
 
 def test_lost_acks_are_retried_and_answered_from_the_batch_cache(refbroker: RunningBroker) -> None:
@@ -35,7 +35,7 @@ def test_lost_acks_are_retried_and_answered_from_the_batch_cache(refbroker: Runn
     def lose_acks_midway(log: Ledger) -> None:
         nonlocal armed
         if not armed and len(log.acked) >= 300:
-            refbroker.fault(kind="drop-responses", api="Produce", count=3)
+            refbroker.fault(kind="drop-response", api="Produce", count=3)
             armed = True
 
     delivered = produce(
@@ -45,7 +45,7 @@ def test_lost_acks_are_retried_and_answered_from_the_batch_cache(refbroker: Runn
     assert armed
     assert not delivered.failed
     counters = refbroker.counters()
-    assert counters["faults"]["responses_dropped"] == {"produce": 3}
+    assert counters["faults"]["responses_dropped"] == {"Produce": 3}
     assert counters["produce"]["deduplicated"] >= 1
     records = consume(refbroker.bootstrap, "lost-acks", PARTITIONS)
     assert_exactly_once_in_order(records, delivered.acked, 500)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crafted import batch_of, errors_of, fetch_values, init_producer_id, produce_request
-from refbroker_process import RunningBroker
+from refbroker_process import RunningBroker, StartBroker
 
 from eoslab.probe.client import KafkaProtocolClient
 
@@ -16,8 +16,8 @@ def send_one(client: KafkaProtocolClient, topic: str, pid: int, epoch: int, seq:
 def test_invalid_faults_are_refused_with_400(refbroker: RunningBroker) -> None:
     for body in (
         {"kind": "no-such-fault"},
-        {"kind": "drop-responses", "api": "NoSuchApi", "count": 1},
-        {"kind": "fail-requests", "api": "produce", "count": 1, "error": "NOT_AN_ERROR"},
+        {"kind": "drop-response", "api": "NoSuchApi", "count": 1},
+        {"kind": "fail-request", "api": "produce", "count": 1, "error": "NOT_AN_ERROR"},
         {"kind": "retained-batches", "count": 0},
     ):
         status, answer = refbroker.control("POST", "/faults", body)
@@ -29,10 +29,10 @@ def test_invalid_faults_are_refused_with_400(refbroker: RunningBroker) -> None:
 
 def test_failed_requests_are_not_applied_and_everything_is_logged(refbroker: RunningBroker) -> None:
     refbroker.create_topic("fail", 1)
-    refbroker.fault(kind="fail-requests", api="Produce", count=1, error="NOT_LEADER_OR_FOLLOWER")
+    refbroker.fault(kind="fail-request", api="Produce", count=1, error="NOT_LEADER_OR_FOLLOWER")
     status, state = refbroker.control("GET", "/faults")
     assert status == 200
-    assert [(a["kind"], a["remaining"]) for a in state["armed"]] == [("fail-requests", 1)]
+    assert [(a["kind"], a["remaining"]) for a in state["armed"]] == [("fail-request", 1)]
     with refbroker.client() as client:
         pid, epoch = init_producer_id(client)
         refused = send_one(client, "fail", pid, epoch, 0)
@@ -44,7 +44,7 @@ def test_failed_requests_are_not_applied_and_everything_is_logged(refbroker: Run
     assert status == 200
     assert [entry["event"] for entry in log] == ["fault-applied", "request-failed"]
     assert all(isinstance(entry["ts_ms"], int) for entry in log)
-    assert refbroker.counters()["faults"]["requests_failed"] == {"produce": 1}
+    assert refbroker.counters()["faults"]["requests_failed"] == {"Produce": 1}
 
 
 def test_legacy_mode_appends_duplicates_and_delete_restores_the_rules(
@@ -96,3 +96,16 @@ def test_sigterm_closes_gracefully(refbroker: RunningBroker) -> None:
     refbroker.create_topic("bye", 1)
     assert refbroker.stop() == 0
     assert "stopping" in refbroker.log_file.read_text()
+
+
+def test_clearing_faults_restores_the_configured_broker(start_refbroker: StartBroker) -> None:
+    """DELETE /faults (what the nemesis' heal calls) goes back to the broker as started, not to
+    Kafka's defaults: here a 2-batch duplicate window."""
+    broker = start_refbroker("--retained-batches", "2")
+    assert broker.control("GET", "/faults")[1]["retained_batches"] == 2
+    broker.fault(kind="retained-batches", count=7)
+    broker.fault(kind="legacy-mode", enabled=True)
+    assert broker.control("GET", "/faults")[1]["retained_batches"] == 7
+    assert broker.control("DELETE", "/faults")[0] == 200
+    state = broker.control("GET", "/faults")[1]
+    assert (state["retained_batches"], state["rules"]) == (2, "kafka-3.9")

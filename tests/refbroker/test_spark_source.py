@@ -5,7 +5,8 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sf
 
-from eoslab import smoke
+from eoslab.admin import create_topic
+from eoslab.runtime import smoke
 from eoslab.runtime.local import LocalRuntime
 from eoslab.verify.topic_reader import read_raw
 
@@ -14,7 +15,7 @@ def test_spark_reads_every_record_of_every_partition(
     lab: LocalRuntime, spark: SparkSession
 ) -> None:
     bootstrap = lab.config.refbroker_bootstrap
-    smoke.create_topic(bootstrap, "spark-source", partitions=3, replication=1)
+    create_topic(bootstrap, "spark-source", partitions=3, replication=1)
     ledger = smoke.produce(bootstrap, "spark-source", partitions=3, count=900)
 
     rows = (

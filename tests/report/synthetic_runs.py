@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from eoslab.rundir import HISTORY_SCHEMA, RunDir, RunInfo
+from eoslab.rundir import HISTORY_SCHEMA, GxOutcome, RunDir, RunInfo, VerdictLinks
 from eoslab.verify.verdict import build_verdict, expected_checks, judge
 
 START_MS = 1_700_000_000_000
@@ -70,23 +70,23 @@ def make_run(
     faults = [
         {
             "ts_ms": START_MS + 500,
-            "kind": "drop_response",
+            "kind": "proxy:drop-response",
             "target": "kafka-1",
-            "detail": {},
+            "detail": {"step": 0},
             "phase": "start",
         },
         {
             "ts_ms": START_MS + 1200,
-            "kind": "drop_response",
+            "kind": "proxy:drop-response",
             "target": "kafka-1",
-            "detail": {},
+            "detail": {"step": 0},
             "phase": "end",
         },
         {
             "ts_ms": START_MS + 1500,
             "kind": "kill",
             "target": "kafka-2",
-            "detail": {},
+            "detail": {"step": 1},
             "phase": "instant",
         },
     ]
@@ -104,16 +104,12 @@ def make_run(
         scenario=scenario,
         target=target,
         checks=judge(expected_checks(expected or {}), observed, examples),
-        gx={
-            "success": True,
-            "agrees_with_anomalies": True,
-            "suites": {},
-            "expectations": [],
-            "data_docs": None,
-        },
-        links={},
+        gx=GxOutcome(
+            success=True, agrees_with_anomalies=True, suites={}, expectations=[], data_docs=None
+        ),
+        links=VerdictLinks(anomalies={}, metrics=str(run.metrics_json), data_docs=None),
     )
     run.checker_dir.mkdir()
-    run.verdict_json.write_text(json.dumps(verdict.to_json(), indent=2))
+    run.write_verdict(verdict)
     run.metrics_json.write_text(json.dumps({"records": RECORDS, "sends": RECORDS}))
     return run.path

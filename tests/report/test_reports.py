@@ -78,13 +78,13 @@ def test_fault_windows_pair_start_and_end_and_keep_instants(tmp_path: Path) -> N
     run = make_run(tmp_path, "lost-acks", "kafka")
     windows = fault_windows(run / "faults.jsonl")
     assert [(w.label, w.start_ms - START_MS, w.end_ms) for w in windows] == [
-        ("drop_response kafka-1", 500, START_MS + 1200),
+        ("proxy:drop-response kafka-1", 500, START_MS + 1200),
         ("kill kafka-2", 1500, None),
     ]
     svg = run_figure_svg(run)
     assert svg is not None
     assert svg.startswith("<svg")
-    assert "drop_response kafka-1" in svg
+    assert "proxy:drop-response kafka-1" in svg
     assert "kill kafka-2" in svg
 
 

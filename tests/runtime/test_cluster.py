@@ -7,13 +7,14 @@ import time
 
 from confluent_kafka.admin import AdminClient
 
-from eoslab import smoke
+from eoslab.admin import create_topic
+from eoslab.runtime import smoke
 from eoslab.runtime.local import LocalRuntime
 
 
 def test_idempotent_producer_round_trip(lab: LocalRuntime) -> None:
     bootstrap = lab.config.bootstrap_servers
-    smoke.create_topic(bootstrap, "round-trip", partitions=3, replication=3)
+    create_topic(bootstrap, "round-trip", partitions=3, replication=3)
     meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics("round-trip", timeout=10)
     assert all(len(p.replicas) == 3 for p in meta.topics["round-trip"].partitions.values())
 
@@ -28,7 +29,7 @@ def test_idempotent_producer_round_trip(lab: LocalRuntime) -> None:
 
 def test_leader_kill_while_producing(lab: LocalRuntime) -> None:
     bootstrap = lab.config.bootstrap_servers
-    smoke.create_topic(bootstrap, "leader-kill", partitions=1, replication=3)
+    create_topic(bootstrap, "leader-kill", partitions=1, replication=3)
     admin = AdminClient({"bootstrap.servers": bootstrap})
 
     def leader() -> int:

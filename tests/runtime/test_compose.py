@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from docker.errors import NotFound
 
-from eoslab.paths import project_root
 from eoslab.runtime.compose import ComposeRuntime, compose_file
 from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.status import LabError
 from eoslab.runtime.topology import LabConfig
+from eoslab.settings import project_root
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +130,81 @@ def test_both_runtimes_offer_the_nemesis_verbs() -> None:
     verbs = ("up", "down", "status", "logs", "kill", "pause", "resume", "restart")
     for runtime in (LocalRuntime, ComposeRuntime):
         assert all(callable(getattr(runtime, verb, None)) for verb in verbs), runtime
+
+
+class FakeContainer:
+    def __init__(self, name: str, calls: list[tuple[str, str, object]]) -> None:
+        self.name = name
+        self.calls = calls
+        self.attrs = {"State": {"Running": True, "Paused": False, "Health": {"Status": "healthy"}}}
+
+    def kill(self, signal: str) -> None:
+        self.calls.append(("kill", self.name, signal))
+
+    def pause(self) -> None:
+        self.calls.append(("pause", self.name, None))
+
+    def unpause(self) -> None:
+        self.calls.append(("unpause", self.name, None))
+
+    def restart(self, timeout: int) -> None:
+        self.calls.append(("restart", self.name, timeout))
+
+    def logs(self, tail: int) -> bytes:
+        return f"last {tail} lines of {self.name}".encode()
+
+
+class FakeContainers:
+    def __init__(self, running: set[str]) -> None:
+        self.calls: list[tuple[str, str, object]] = []
+        self.running = running
+
+    def get(self, name: str) -> FakeContainer:
+        if name not in self.running:
+            raise NotFound(f"no container {name}")
+        return FakeContainer(name, self.calls)
+
+
+class FakeDocker:
+    """The part of the Docker SDK the compose runtime uses."""
+
+    def __init__(self, running: set[str]) -> None:
+        self.containers = FakeContainers(running)
+
+    def ping(self) -> bool:
+        return True
+
+
+def test_compose_verbs_act_on_the_services_containers() -> None:
+    client = FakeDocker({"eoslab-kafka-2-1", "eoslab-refbroker-1"})
+    runtime = ComposeRuntime(LabConfig(port_offset=0), docker_client=lambda: client)  # type: ignore[arg-type,return-value]
+    runtime.kill("kafka-2")
+    runtime.pause("refbroker")
+    runtime.resume("refbroker")
+    runtime.restart("kafka-2")
+    assert client.containers.calls == [
+        ("kill", "eoslab-kafka-2-1", "SIGKILL"),
+        ("pause", "eoslab-refbroker-1", None),
+        ("unpause", "eoslab-refbroker-1", None),
+        ("restart", "eoslab-kafka-2-1", int(runtime.config.stop_grace_s)),
+    ]
+    assert runtime.logs("kafka-2", 7) == "last 7 lines of eoslab-kafka-2-1"
+
+
+def test_compose_verbs_name_the_fix_for_unknown_or_missing_services() -> None:
+    runtime = ComposeRuntime(LabConfig(port_offset=0), docker_client=lambda: FakeDocker(set()))  # type: ignore[arg-type,return-value]
+    with pytest.raises(KeyError, match="kafka-1, kafka-2"):
+        runtime.kill("kafka-9")
+    with pytest.raises(LabError, match="eoslab lab up --runtime compose"):
+        runtime.pause("kafka-1")
+
+
+def test_compose_status_reads_the_containers_state() -> None:
+    client = FakeDocker({"eoslab-zookeeper-1"})
+    runtime = ComposeRuntime(  # type: ignore[arg-type]
+        LabConfig(port_offset=0, with_airflow=False),
+        docker_client=lambda: client,  # type: ignore[return-value]
+    )
+    states = {s.name: (s.state, s.healthy) for s in runtime.status().services}
+    assert states["zookeeper"] == ("running", True)
+    assert states["kafka-1"] == ("stopped", False)

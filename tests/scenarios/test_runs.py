@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
-from eoslab.chaos.control_client import ProxyControl
+from eoslab.proxy.control_client import ProxyControl
 from eoslab.rundir import RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
@@ -69,7 +69,7 @@ def test_lost_acks_make_librdkafka_retry_and_still_ack_everything(
     samples = lines(result.run_dir.stats_jsonl)
     assert max(s["retries"] for s in samples) > 0
     faults = lines(result.run_dir.faults_jsonl)
-    ended = [f for f in faults if f["kind"] == "proxy:drop_response" and f["phase"] == "end"]
+    ended = [f for f in faults if f["kind"] == "proxy:drop-response" and f["phase"] == "end"]
     assert len(ended) == 1
     assert ended[0]["detail"]["injected"] == 3
     fault_id = ended[0]["detail"]["id"]

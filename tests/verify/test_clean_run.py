@@ -12,10 +12,9 @@ from planted_runs import plant_clean
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
-from eoslab.rundir import ANOMALIES, RunDir
-from eoslab.verify.anomalies import FOREIGN
+from eoslab.rundir import ANOMALIES, FOREIGN, RunDir
 from eoslab.verify.command import app
-from eoslab.verify.submit import spark_submit_command, spark_submit_env
+from eoslab.verify.submit import checker_job
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +26,10 @@ def clean(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Run
 
 
 def test_spark_submit_job_fails_the_negative_control_on_a_clean_topic(clean: RunDir) -> None:
+    spark_job = checker_job(clean.path)
     job = subprocess.run(
-        spark_submit_command(clean.path),
-        env=spark_submit_env(),
+        spark_job.command(),
+        env=spark_job.environment(),
         capture_output=True,
         text=True,
         timeout=300,

@@ -66,7 +66,7 @@ def plant_anomalies(root: Path, bootstrap: str) -> tuple[PlantedRun, dict[str, s
     run.history(p2[7], Outcome.ACK, offset=7)
     other = run.message(a, 2, 0, "k2", 0)
     run.log_raw(2, b"eos1|another-run|" + other.session_id.encode() + b"|0|2|0|k2|0|")
-    run.log_raw(2, b"hello")
+    run.log_raw(2, b"hel\xff\xfelo")  # not UTF-8 either
     return run, {"A": a, "B": b}
 
 
@@ -118,6 +118,12 @@ def test_each_planted_anomaly_is_found_exactly_where_it_was_planted(
         (2, 5, "another run"),
         (2, 6, "not an eos1 message"),
     ]
+    # bytes that are no UTF-8 are stored as valid UTF-8: pyarrow (above) reads the table
+    head = located(run, "foreign", "value_head")[1][0]
+    assert isinstance(head, str)
+    assert head.startswith("hel")
+    assert head.endswith("lo")
+    assert "\ufffd" in head
 
 
 def test_planted_counts_metrics_and_verdict(planted: tuple[RunDir, dict[str, str]]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from eoslab.rundir import GxOutcome, VerdictLinks
 from eoslab.verify.verdict import (
     ExpectationError,
     build_verdict,
@@ -11,6 +12,11 @@ from eoslab.verify.verdict import (
     judge,
     matches,
 )
+
+NO_GX = GxOutcome(
+    success=True, agrees_with_anomalies=True, suites={}, expectations=[], data_docs=None
+)
+NO_LINKS = VerdictLinks(anomalies={}, metrics="metrics.json", data_docs=None)
 
 
 @pytest.mark.parametrize(
@@ -64,10 +70,10 @@ def test_a_negative_control_conforms_because_its_anomaly_was_found() -> None:
     clean = judge(expected, {}, {})
 
     found_verdict = build_verdict(
-        run_id="r", scenario="s", target="kafka", checks=found, gx={}, links={}
+        run_id="r", scenario="s", target="kafka", checks=found, gx=NO_GX, links=NO_LINKS
     )
     clean_verdict = build_verdict(
-        run_id="r", scenario="s", target="kafka", checks=clean, gx={}, links={}
+        run_id="r", scenario="s", target="kafka", checks=clean, gx=NO_GX, links=NO_LINKS
     )
 
     assert found_verdict.conforms
@@ -80,11 +86,11 @@ def test_mismatches_carry_at_most_five_examples() -> None:
     checks = judge(expected_checks({}), {"lost": 9}, {"lost": examples})
 
     verdict = build_verdict(
-        run_id="r", scenario="s", target="kafka", checks=checks, gx={}, links={}
+        run_id="r", scenario="s", target="kafka", checks=checks, gx=NO_GX, links=NO_LINKS
     )
 
     assert not verdict.conforms
     (mismatch,) = verdict.mismatches
     assert mismatch.name == "lost"
     assert mismatch.examples == examples[:5]
-    assert verdict.to_json()["mismatches"][0]["examples"][4]["offset"] == 4
+    assert verdict.model_dump()["mismatches"][0]["examples"][4]["offset"] == 4

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from eoslab.bench import checker, produce_throughput
-from eoslab.paths import project_root
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
+from eoslab.settings import project_root
 
 BENCH_PORT_OFFSET = 4000
 

@@ -29,8 +29,9 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
+from eoslab.clock import now_ms
 from eoslab.message import FORMAT_TAG, SEPARATOR, Message, decode, encode_value
-from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir, RunInfo, SessionInfo, now_ms
+from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir, RunInfo, SessionInfo
 from eoslab.runtime.topology import LabConfig
 from eoslab.verify import naive
 from eoslab.verify.checker import verify_run

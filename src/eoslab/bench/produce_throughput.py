@@ -17,11 +17,13 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eoslab.runtime.health import port_open, wait_until
+from eoslab.clock import wait_until
+from eoslab.runtime.health import port_open
 from eoslab.runtime.local import LocalRuntime
 
 VALUE_BYTES = 1024
@@ -68,7 +70,7 @@ def measure(bootstrap: str, topic: str, records: int) -> dict[str, float]:
     }
 
 
-def best_of(repeats: int, bootstrap: str, topic: str, records: int) -> dict[str, float]:
+def best_of(repeats: int, bootstrap: str, topic: str, records: int) -> dict[str, Any]:
     """The median run of several, with the spread, so one noisy neighbour does not decide."""
     runs = [measure(bootstrap, topic, records) for _ in range(repeats)]
     rates = [r["records_per_s"] for r in runs]

@@ -17,10 +17,11 @@ from typing import Annotated
 
 import typer
 
-from eoslab.orchestration.airflow_home import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.orchestration.matrix import MATRICES
-from eoslab.report.render import read_summary, reports_root
+from eoslab.report.render import read_summary
+from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.runtime.local import LocalRuntime
+from eoslab.settings import reports_root
 
 app = typer.Typer(
     help="Airflow in the lab: the matrix now, the lab's Airflow environment.", no_args_is_help=True

@@ -8,22 +8,21 @@ run directories go under EOSLAB_RUNS_DIR (default `runs/`), reports under EOSLAB
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eoslab.paths import spark_jars
-from eoslab.rundir import RunDir, default_runs_root
+from eoslab.admin import metadata_brokers
+from eoslab.rundir import RunDir, Verdict
 from eoslab.runtime import get_runtime
-from eoslab.runtime.health import metadata_brokers, port_open
+from eoslab.runtime.health import port_open
 from eoslab.runtime.status import cluster_view
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.catalogue import find_scenario, parse_scenario
 from eoslab.scenarios.executor import execute
 from eoslab.scenarios.schema import Scenario
+from eoslab.settings import PORT_OFFSET, BasePort, runs_root
 
 log = logging.getLogger(__name__)
 HEALTH_TIMEOUT_S = 10.0
@@ -41,11 +40,6 @@ class CheckerOutputError(RuntimeError):
     """The checker left no verdict (the Spark job failed), or GX and its anomaly tables disagree."""
 
 
-def runs_root() -> Path:
-    configured = os.environ.get("EOSLAB_RUNS_DIR")
-    return Path(configured) if configured else default_runs_root()
-
-
 def lab_config() -> LabConfig:
     return LabConfig()
 
@@ -53,12 +47,12 @@ def lab_config() -> LabConfig:
 def check_lab(target: str) -> dict[str, Any]:
     """Fail fast, with the fix, when the target or the chaos proxy is not there."""
     config = lab_config()
-    proxy_port = config.port(8474)
+    proxy_port = config.port(BasePort.PROXY_CONTROL)
     if not port_open(proxy_port):
         raise LabUnhealthyError(
             f"the chaos proxy's control API on 127.0.0.1:{proxy_port} is closed: the lab in "
             f"{config.state_dir} is not up (start it with `make lab up`; "
-            f"EOSLAB_PORT_OFFSET={config.port_offset})"
+            f"{PORT_OFFSET}={config.port_offset})"
         )
     if target == "kafka":
         brokers = metadata_brokers(config.bootstrap_servers, timeout_s=HEALTH_TIMEOUT_S)
@@ -105,7 +99,7 @@ def run_scenario(
     result = execute(
         scenario_with(scenario, producer_overrides, seed),
         target,
-        runtime=get_runtime(os.environ.get("EOSLAB_RUNTIME", "local"), config),
+        runtime=get_runtime(config=config),
         config=config,
         runs_root=Path(runs_dir) if runs_dir else runs_root(),
         records=records,
@@ -118,53 +112,51 @@ def run_scenario(
     return run_dir
 
 
-def spark_submit_jars() -> str:
-    """Spark's Kafka connector, for spark-submit's --jars."""
-    return ",".join(sorted(str(jar) for jar in spark_jars().glob("*.jar")))
-
-
-def read_verdict(run_dir: str) -> dict[str, Any]:
-    path = RunDir(Path(run_dir)).verdict_json
-    if not path.is_file():
-        raise CheckerOutputError(f"no verdict in {path}: the checker did not finish for {run_dir}")
-    return json.loads(path.read_text())
+def read_verdict(run_dir: str) -> Verdict:
+    run = RunDir(Path(run_dir))
+    if not run.verdict_json.is_file():
+        raise CheckerOutputError(
+            f"no verdict in {run.verdict_json}: the checker did not finish for {run_dir}"
+        )
+    return run.read_verdict()
 
 
 def publish_gx(run_dir: str) -> dict[str, Any]:
     """Log the Great Expectations results the checker recorded (the suites ran inside the
     Spark job, on its DataFrames) and return their summary; fails when the suites disagree
     with the anomaly tables, which is a checker bug."""
-    gx = read_verdict(run_dir)["gx"]
-    for name, suite in gx["suites"].items():
+    gx = read_verdict(run_dir).gx
+    for name, suite in gx.suites.items():
         log.info(
-            "GX suite %s v%s: %s",
-            name,
-            suite["version"],
-            "passed" if suite["success"] else "failed",
+            "GX suite %s v%s: %s", name, suite.version, "passed" if suite.success else "failed"
         )
-    log.info("Data Docs: %s", gx.get("data_docs"))
-    if not gx["agrees_with_anomalies"]:
-        disagreeing = [e["check"] for e in gx["expectations"] if not e["agrees"]]
+    log.info("Data Docs: %s", gx.data_docs)
+    if not gx.agrees_with_anomalies:
+        disagreeing = [e.check for e in gx.expectations if not e.agrees]
         raise CheckerOutputError(
             f"GX and the anomaly tables disagree on {disagreeing} in {run_dir}"
         )
-    return {"success": gx["success"], "suites": gx["suites"], "data_docs": gx.get("data_docs")}
+    return {
+        "success": gx.success,
+        "suites": {name: suite.model_dump() for name, suite in gx.suites.items()},
+        "data_docs": gx.data_docs,
+    }
 
 
 def publish_verdict(run_dir: str) -> dict[str, Any]:
     """Log each check (expected against observed) and return the verdict's headline."""
     verdict = read_verdict(run_dir)
-    for check in verdict["checks"]:
+    for check in verdict.checks:
         log.info(
             "%-16s expected %-4s observed %6d  %s",
-            check["name"],
-            check["expected"],
-            check["observed"],
-            "ok" if check["conforms"] else "MISMATCH",
+            check.name,
+            check.expected,
+            check.observed,
+            "ok" if check.conforms else "MISMATCH",
         )
     return {
         "run_dir": run_dir,
-        "run_id": verdict["run_id"],
-        "conforms": verdict["conforms"],
-        "mismatches": [m["name"] for m in verdict["mismatches"]],
+        "run_id": verdict.run_id,
+        "conforms": verdict.conforms,
+        "mismatches": [m.name for m in verdict.mismatches],
     }

@@ -13,7 +13,6 @@ checker left no verdict.
 from __future__ import annotations
 
 import logging
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,11 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import TriggerRule, task
 
 from eoslab.orchestration import steps
-from eoslab.orchestration.airflow_home import LAB_POOL
 from eoslab.orchestration.matrix import plan
-from eoslab.paths import project_root
 from eoslab.report.render import read_summary, write_nightly_report, write_run_report
+from eoslab.runtime.airflow import LAB_POOL
+from eoslab.settings import runs_root
+from eoslab.verify.submit import checker_job
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +36,6 @@ PUBLISH_TIMEOUT = timedelta(minutes=5)
 AFTER_THE_RUN = TriggerRule.ALL_DONE_MIN_ONE_SUCCESS
 """Run when the upstream tasks are done, whatever their state, provided one of them (the
 scenario run) succeeded: there is then a run directory to read."""
-SPARK_DRIVER_CONF = {
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.ui.enabled": "false",
-}
 
 
 class MatrixNotConformingError(RuntimeError):
@@ -76,15 +71,17 @@ def run_scenario(
 
 def spark_checker(run_dir: Any, task_id: str = "spark_checker") -> SparkSubmitOperator:
     """The checker's Spark job on ``spark_default`` (local[2] unless configured otherwise)."""
+    job = checker_job(run_dir)
     return SparkSubmitOperator(
         task_id=task_id,
-        application=str(project_root() / "spark_jobs" / "verify_run.py"),
-        application_args=[run_dir],
+        application=str(job.application),
+        application_args=job.application_args,
         conn_id="spark_default",
-        jars=steps.spark_submit_jars(),
-        conf=SPARK_DRIVER_CONF,
-        env_vars={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable},
-        name="eoslab-verify",
+        jars=",".join(job.jars),
+        conf=job.conf,
+        driver_memory=job.driver_memory,
+        env_vars=job.env,
+        name=job.name,
         execution_timeout=CHECKER_TIMEOUT,
         retries=0,  # a non-conforming run exits 1 too: retrying would only repeat it
     )
@@ -122,7 +119,7 @@ def conformance(headline: dict[str, Any]) -> None:
 @task(execution_timeout=PUBLISH_TIMEOUT)
 def plan_cells(request: dict[str, Any], night: str) -> list[dict[str, Any]]:
     """The matrix cells the DAG run's params select; every run dir goes under one folder."""
-    runs_dir = str(steps.runs_root() / f"nightly-{night}")
+    runs_dir = str(runs_root() / f"nightly-{night}")
     cells = [{**cell.to_json(), "runs_dir": runs_dir} for cell in plan(request)]
     log.info("%d cells: %s", len(cells), [(c["scenario"], c["target"]) for c in cells])
     return cells
@@ -132,7 +129,7 @@ def plan_cells(request: dict[str, Any], night: str) -> list[dict[str, Any]]:
 def nightly_report(night: str) -> dict[str, Any]:
     """The matrix report over every run of this DAG run (a cell whose run failed shows as an
     error), the runs' own pages and the trend; returns the matrix summary."""
-    folder = steps.runs_root() / f"nightly-{night}"
+    folder = runs_root() / f"nightly-{night}"
     run_dirs = sorted(p.parent for p in folder.glob("*/run.json"))
     index = write_nightly_report(run_dirs, name=night)
     log.info("matrix report: %s", index)

@@ -48,7 +48,7 @@ class KafkaProtocolClient:
         self._sock = socket.create_connection((host, port), timeout=timeout_s)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._next_correlation_id = 0
-        self._pending: deque[tuple[int, type]] = deque()
+        self._pending: deque[tuple[int, Any]] = deque()
 
     def __enter__(self) -> KafkaProtocolClient:
         return self
@@ -78,12 +78,13 @@ class KafkaProtocolClient:
 
     def receive(self) -> Any:
         """The next response. Requests answered out of turn were never answered (a broker
-        that swallows responses, like the reference broker's drop-responses fault): their
+        that swallows responses, like the reference broker's drop-response fault): their
         pending entries are skipped."""
         frame = self.receive_frame()
         correlation_id, _ = read_int32(frame, 0)  # first field of every response header
         while self._pending:
             expected, response_type = self._pending.popleft()
+            response: Any
             if expected == correlation_id:
                 _header, size = entity_reader(response_type.__header_schema__)(frame, 0)
                 response, _ = entity_reader(response_type)(frame, size)

@@ -7,34 +7,29 @@ from typing import Annotated
 
 import typer
 from confluent_kafka import KafkaException
-from rich.console import Console
 from rich.table import Table
 
-from eoslab.chaos.nemesis import NemesisError
+from eoslab.admin import LeaderLookupError
+from eoslab.console import JsonOption, RuntimeOption, console, fail, identifier_column
 from eoslab.probe.diff import FlowDiff
 from eoslab.probe.flows import FLOWS, Flow
 from eoslab.probe.runner import FlowRun, ProbeError
-from eoslab.probe.targets import TARGET_NAMES, diff_on_lab, run_on_lab
+from eoslab.probe.targets import diff_on_lab, run_on_lab
+from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime import LabError, get_runtime
 from eoslab.runtime.topology import LabConfig
 
 app = typer.Typer(help="Crafted Produce flows from the seeds, on Kafka and the reference broker.")
-console = Console()
-errors = Console(stderr=True)
 
 EXIT_DIFFERENT = 1
 EXIT_FAILED = 2
 
 FlowArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(FLOWS)}.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-RuntimeOption = Annotated[
-    str, typer.Option("--runtime", envvar="EOSLAB_RUNTIME", help="local or compose.")
-]
 
 
 def _flow(name: str) -> Flow:
     if name not in FLOWS:
-        raise _fail(f"unknown flow {name!r}; choose one of: {', '.join(FLOWS)}")
+        raise fail(f"unknown flow {name!r}; choose one of: {', '.join(FLOWS)}", EXIT_FAILED)
     return FLOWS[name]
 
 
@@ -42,24 +37,26 @@ def _lab_config(runtime: str) -> LabConfig:
     try:
         return get_runtime(runtime).config
     except LabError as error:
-        raise _fail(str(error)) from error
+        raise fail(error, EXIT_FAILED) from error
 
 
-def _fail(message: str) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
-    return typer.Exit(code=EXIT_FAILED)
-
-
-PROBE_FAILURES = (ProbeError, NemesisError, KafkaException, OSError, TimeoutError)
+PROBE_FAILURES = (ProbeError, LeaderLookupError, KafkaException, OSError, TimeoutError)
 """What a flow run on the lab can fail with: no leader, a refused InitProducerId, the control
 API, topic creation, a broken connection."""
 
 
 @app.command("list")
-def list_flows() -> None:
+def list_flows(as_json: JsonOption = False) -> None:
     """The flows: name, seed, what happens."""
+    if as_json:
+        rows = [
+            {"flow": f.name, "seed": f.seed, "description": f.description} for f in FLOWS.values()
+        ]
+        typer.echo(json.dumps(rows, indent=2))
+        return
     table = Table(title="probe flows")
-    for column in ("flow", "seed", "description"):
+    identifier_column(table, "flow", list(FLOWS))
+    for column in ("seed", "description"):
         table.add_column(column)
     for flow in FLOWS.values():
         table.add_row(flow.name, flow.seed, flow.description)
@@ -69,18 +66,20 @@ def list_flows() -> None:
 @app.command()
 def run(
     flow: FlowArgument,
-    target: Annotated[str, typer.Option(help=f"One of: {', '.join(TARGET_NAMES)}.")] = "kafka",
+    target: Annotated[str, typer.Option(help=f"One of: {', '.join(LAB_TARGETS)}.")] = "kafka",
     as_json: JsonOption = False,
     runtime: RuntimeOption = "local",
 ) -> None:
     """Play a flow on a fresh topic of one target and print its transcript."""
     chosen = _flow(flow)
-    if target not in TARGET_NAMES:
-        raise _fail(f"unknown target {target!r}; choose one of: {', '.join(TARGET_NAMES)}")
+    if target not in LAB_TARGETS:
+        raise fail(
+            f"unknown target {target!r}; choose one of: {', '.join(LAB_TARGETS)}", EXIT_FAILED
+        )
     try:
         played = run_on_lab(chosen, target, _lab_config(runtime))
     except PROBE_FAILURES as error:
-        raise _fail(f"{flow} on {target}: {error}") from error
+        raise fail(f"{flow} on {target}: {error}", EXIT_FAILED) from error
     if as_json:
         typer.echo(json.dumps(played.as_json(), indent=2))
         return
@@ -95,7 +94,7 @@ def diff(flow: FlowArgument, as_json: JsonOption = False, runtime: RuntimeOption
     try:
         result = diff_on_lab(chosen, _lab_config(runtime))
     except PROBE_FAILURES as error:
-        raise _fail(f"{flow}: {error}") from error
+        raise fail(f"{flow}: {error}", EXIT_FAILED) from error
     if as_json:
         typer.echo(json.dumps(result.as_json(), indent=2))
     else:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from eoslab.kafka_api import error_name
 from eoslab.message import Message, decode
 from eoslab.probe.batches import read_batches
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.requests import fetch_request
-from eoslab.probe.transcript import NONE, error_name
+from eoslab.probe.transcript import NONE
 
 MAX_FETCHES = 1000
 

@@ -12,11 +12,11 @@ from kio.schema.delete_records.v2.request import (
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.init_producer_id.v5 import InitProducerIdRequest
-from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.static.primitive import i32, i64
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 
-TIMEOUT = datetime.timedelta(seconds=10)
+TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
 ALL_ISR = -1
 """acks=-1: a Produce request is answered once every in-sync replica has the batch."""
 HIGH_WATERMARK = -1
@@ -29,24 +29,19 @@ def init_producer_id_request() -> InitProducerIdRequest:
     return InitProducerIdRequest(transactional_id=None, transaction_timeout=TIMEOUT)
 
 
-def metadata_request(topic: str) -> MetadataRequest:
-    return MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=topic),),
-        allow_auto_topic_creation=False,
-        include_topic_authorized_operations=False,
-    )
-
-
 def produce_request(
     topic: str, partition: int, records: bytes, acks: int = ALL_ISR
 ) -> ProduceRequest:
     return ProduceRequest(
         transactional_id=None,
-        acks=acks,
+        acks=i16(acks),
         timeout=TIMEOUT,
         topic_data=(
             TopicProduceData(
-                name=topic, partition_data=(PartitionProduceData(index=partition, records=records),)
+                name=TopicName(topic),
+                partition_data=(
+                    PartitionProduceData(index=i32(partition), records=Records(records)),
+                ),
             ),
         ),
     )
@@ -54,16 +49,16 @@ def produce_request(
 
 def fetch_request(topic: str, partition: int, offset: int, max_wait_ms: int = 0) -> FetchRequest:
     return FetchRequest(
-        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
-        min_bytes=1,
+        max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
+        min_bytes=i32(1),
         topics=(
             FetchTopic(
-                topic=topic,
+                topic=TopicName(topic),
                 partitions=(
                     FetchPartition(
-                        partition=partition,
-                        fetch_offset=offset,
-                        partition_max_bytes=FETCH_MAX_BYTES,
+                        partition=i32(partition),
+                        fetch_offset=i64(offset),
+                        partition_max_bytes=i32(FETCH_MAX_BYTES),
                     ),
                 ),
             ),
@@ -77,11 +72,12 @@ def delete_records_request(
 ) -> DeleteRecordsRequest:
     partitions = (DeleteRecordsPartition(partition_index=i32(partition), offset=i64(before)),)
     return DeleteRecordsRequest(
-        topics=(DeleteRecordsTopic(name=topic, partitions=partitions),), timeout=TIMEOUT
+        topics=(DeleteRecordsTopic(name=TopicName(topic), partitions=partitions),),
+        timeout=TIMEOUT,
     )
 
 
 def describe_producers_request(topic: str, partition: int) -> DescribeProducersRequest:
     return DescribeProducersRequest(
-        topics=(TopicRequest(name=topic, partition_indexes=(i32(partition),)),)
+        topics=(TopicRequest(name=TopicName(topic), partition_indexes=(i32(partition),)),)
     )

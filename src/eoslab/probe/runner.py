@@ -10,12 +10,14 @@ workload's own.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from eoslab.admin import find_leader
+from eoslab.clock import now_ms, wait_until
+from eoslab.kafka_api import error_name
 from eoslab.message import Message, encode_key, encode_value
 from eoslab.probe.batches import record_batch
 from eoslab.probe.client import KafkaProtocolClient
@@ -30,11 +32,9 @@ from eoslab.probe.flows import (
 from eoslab.probe.requests import (
     describe_producers_request,
     init_producer_id_request,
-    metadata_request,
     produce_request,
 )
-from eoslab.probe.transcript import NONE, Exchange, error_name
-from eoslab.rundir import now_ms
+from eoslab.probe.transcript import NONE, Exchange
 
 PROBE_PRODUCER = 1000
 """The probe's producer index in messages and history (the workload's are 0..P-1)."""
@@ -125,7 +125,6 @@ def new_flow_run(
     partition: int = 0,
     *,
     run_id: str | None = None,
-    session_id: str | None = None,
 ) -> FlowRun:
     return FlowRun(
         flow=flow,
@@ -133,21 +132,13 @@ def new_flow_run(
         topic=topic,
         partition=partition,
         run_id=run_id or f"probe-{flow.name}-{target.name}",
-        session_id=session_id or uuid.uuid4().hex,
+        session_id=uuid.uuid4().hex,
     )
 
 
-def run_flow(
-    flow: Flow,
-    target: ProbeTarget,
-    topic: str,
-    partition: int = 0,
-    *,
-    run_id: str | None = None,
-    session_id: str | None = None,
-) -> FlowRun:
-    """Play ``flow`` on a fresh :class:`FlowRun` and return it."""
-    run = new_flow_run(flow, target, topic, partition, run_id=run_id, session_id=session_id)
+def run_flow(flow: Flow, target: ProbeTarget, topic: str) -> FlowRun:
+    """Play ``flow`` on partition 0 of ``topic`` as a fresh run, and return the run."""
+    run = new_flow_run(flow, target, topic)
     play(run, target)
     return run
 
@@ -155,7 +146,8 @@ def run_flow(
 def play(run: FlowRun, target: ProbeTarget) -> None:
     """Play the run's flow; the transcript holds everything up to the point of a failure."""
     sent_ms = now_ms()
-    node_id, host, port = find_leader(target.bootstrap, run.topic, run.partition)
+    leader = find_leader(target.bootstrap, run.topic, run.partition)
+    host, port = leader.host, leader.port
     run.leader = f"{host}:{port}"
     run.exchanges.append(
         Exchange(
@@ -164,7 +156,7 @@ def play(run: FlowRun, target: ProbeTarget) -> None:
             sent_ms=sent_ms,
             error=NONE,
             answered_ms=now_ms(),
-            detail={"leader": node_id, "address": run.leader},
+            detail={"leader": leader.broker_id, "address": run.leader},
         )
     )
     client = KafkaProtocolClient(host, port)
@@ -198,66 +190,28 @@ def play(run: FlowRun, target: ProbeTarget) -> None:
         client.close()
 
 
-def find_leader(bootstrap: str, topic: str, partition: int) -> tuple[int, str, int]:
-    """(node id, host, port) the partition's leader advertises, polled until it has one."""
-    addresses = [address.rsplit(":", 1) for address in bootstrap.split(",")]
-    deadline = time.monotonic() + LEADER_LOOKUP_TIMEOUT_S
-    last_problem = "no answer"
-    while time.monotonic() < deadline:
-        for host, port in addresses:
-            try:
-                with KafkaProtocolClient(host, int(port)) as client:
-                    metadata = client.request(metadata_request(topic))
-            except OSError as error:
-                last_problem = f"{host}:{port}: {error}"
-                continue
-            leader = _leader_of(metadata, topic, partition)
-            if isinstance(leader, str):
-                last_problem = leader
-                continue
-            return leader
-        time.sleep(LEADER_LOOKUP_INTERVAL_S)
-    raise ProbeError(
-        f"no leader for {topic}[{partition}] after {LEADER_LOOKUP_TIMEOUT_S} s: {last_problem}"
-    )
-
-
-def _leader_of(metadata: Any, topic: str, partition: int) -> tuple[int, str, int] | str:
-    """(leader id, host, port), or why there is none yet."""
-    brokers = {broker.node_id: (broker.host, int(broker.port)) for broker in metadata.brokers}
-    for described in metadata.topics:
-        if described.name != topic:
-            continue
-        if error_name(described.error_code) != NONE:
-            return f"topic {topic}: {error_name(described.error_code)}"
-        for candidate in described.partitions:
-            if candidate.partition_index == partition and candidate.leader_id in brokers:
-                return int(candidate.leader_id), *brokers[candidate.leader_id]
-    return f"{topic}[{partition}] has no leader yet"
-
-
 def _wait_until_leading(run: FlowRun, client: KafkaProtocolClient) -> None:
     """Poll the leader until it serves the partition: metadata may name a leader a moment
     before that broker has taken the partition on (it answers UNKNOWN_TOPIC_OR_PARTITION or
     NOT_LEADER_OR_FOLLOWER meanwhile), and a refused first batch would spoil the flow."""
-    deadline = time.monotonic() + LEADER_LOOKUP_TIMEOUT_S
-    while True:
+    answer = [NONE]
+
+    def serving() -> bool:
         response = client.request(describe_producers_request(run.topic, run.partition))
-        error = error_name(response.topics[0].partitions[0].error_code)
-        if error == NONE:
-            return
-        if time.monotonic() > deadline:
-            raise ProbeError(
-                f"leader {run.leader} does not serve {run.topic}[{run.partition}]: {error}"
-            )
-        time.sleep(LEADER_LOOKUP_INTERVAL_S)
+        answer[0] = error_name(response.topics[0].partitions[0].error_code)
+        return answer[0] == NONE
+
+    if not wait_until(serving, LEADER_LOOKUP_TIMEOUT_S, LEADER_LOOKUP_INTERVAL_S):
+        raise ProbeError(
+            f"leader {run.leader} does not serve {run.topic}[{run.partition}]: {answer[0]}"
+        )
 
 
 def _init_producer_id(run: FlowRun, client: KafkaProtocolClient) -> None:
     """A producer id, asked again while the broker says it is not ready yet (a fresh cluster
     answers COORDINATOR_LOAD_IN_PROGRESS until its producer-id manager has a block)."""
-    deadline = time.monotonic() + INIT_PRODUCER_ID_TIMEOUT_S
-    while True:
+
+    def granted() -> bool:
         exchange = Exchange(step=-1, api="InitProducerId", sent_ms=now_ms())
         run.exchanges.append(exchange)
         response = client.request(init_producer_id_request())
@@ -267,10 +221,13 @@ def _init_producer_id(run: FlowRun, client: KafkaProtocolClient) -> None:
         exchange.epoch = int(response.producer_epoch)
         if exchange.error == NONE:
             run.producer_id, run.epoch = exchange.producer_id, exchange.epoch
-            return
-        if exchange.error not in NOT_READY or time.monotonic() > deadline:
+            return True
+        if exchange.error not in NOT_READY:
             raise ProbeError(f"InitProducerId refused: {exchange.error}")
-        time.sleep(LEADER_LOOKUP_INTERVAL_S)
+        return False
+
+    if not wait_until(granted, INIT_PRODUCER_ID_TIMEOUT_S, LEADER_LOOKUP_INTERVAL_S):
+        raise ProbeError(f"InitProducerId refused: {run.exchanges[-1].error}")
 
 
 def _send(run: FlowRun, client: KafkaProtocolClient, index: int, step: Send) -> Exchange:

@@ -9,7 +9,8 @@ batches put OUT_OF_ORDER_SEQUENCE_NUMBER in the history's ``error`` column.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
 from eoslab.probe.flows import FIG5, SEQ_JUMP, Flow
 from eoslab.probe.history import write_history
@@ -63,3 +64,11 @@ def run_scenario_flow(
             for e in run.produced()
         ],
     }
+
+
+ProbeName = Literal["inflight-6", "seq-jump"]
+SCENARIO_PROBES: dict[str, Callable[..., dict[str, Any]]] = {
+    "inflight-6": inflight_6,
+    "seq-jump": seq_jump,
+}
+"""The scenario files' probe names -> the probe that plays it."""

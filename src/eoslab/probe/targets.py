@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import secrets
 
+from eoslab.admin import create_topic
+from eoslab.clock import now_ms
+from eoslab.kafka_api import error_name
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.diff import FlowDiff, diff_runs
 from eoslab.probe.flows import Flow
 from eoslab.probe.requests import delete_records_request
 from eoslab.probe.runner import FlowRun, ProbeTarget, StateRemover, run_flow
-from eoslab.probe.transcript import NONE, Exchange, error_name
+from eoslab.probe.transcript import NONE, Exchange
 from eoslab.refbroker.control_client import RefbrokerControl
-from eoslab.rundir import now_ms
+from eoslab.rundir import LAB_TARGETS, REPLICATION
 from eoslab.runtime.topology import LabConfig
-from eoslab.scenarios.executor import REPLICATION
-from eoslab.smoke import create_topic
-
-TARGET_NAMES = ("kafka", "refbroker")
 
 
 def delete_records(
@@ -71,13 +70,13 @@ def lab_target(name: str, config: LabConfig) -> ProbeTarget:
         return kafka_target(config.bootstrap_servers)
     if name == "refbroker":
         return refbroker_target(config.refbroker_bootstrap, config.refbroker_control_url)
-    raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(TARGET_NAMES)}")
+    raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(LAB_TARGETS)}")
 
 
 def fresh_topic(flow: Flow, target: ProbeTarget) -> str:
     """A new single-partition topic for one flow run (RF 3 on Kafka, 1 on the reference broker)."""
     topic = f"probe-{flow.name}-{target.name}-{secrets.token_hex(3)}"
-    create_topic(target.bootstrap, topic, 1, REPLICATION.get(target.name, 1))
+    create_topic(target.bootstrap, topic, 1, REPLICATION[target.name])
     return topic
 
 

@@ -35,8 +35,3 @@ class Exchange:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def error_name(code: Any) -> str:
-    """Kafka's upper-case name of a kio ErrorCode (``ErrorCode.none`` -> ``NONE``)."""
-    return str(code.name).upper()

@@ -9,21 +9,17 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import time
 
+from eoslab.control.fault_log import FaultLog
 from eoslab.refbroker.config import AUTO_CREATE_PARTITIONS, BrokerConfig
 from eoslab.refbroker.counters import BrokerCounters
-from eoslab.refbroker.faults import FaultLog, RequestFaults
+from eoslab.refbroker.faults import RequestFaults
 from eoslab.refbroker.log_manager import LogManager
 from eoslab.refbroker.pid_blocks import ProducerIdManager, producer_id_manager
 from eoslab.refbroker.producer_state import Rules
 from eoslab.refbroker.topic_names import topic_name_error
 
 log = logging.getLogger(__name__)
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class AppendSignal:
@@ -92,7 +88,15 @@ class ReferenceBroker:
         self.storage.rules = Rules.LEGACY if enabled else self.config.rules
         return self.storage.rules
 
+    def clear_faults(self) -> None:
+        """Back to the configured broker: request faults disarmed, the configured rules and
+        duplicate-cache size (whatever `--retained-batches` said) restored."""
+        self.request_faults.clear()
+        self.set_legacy_mode(False)
+        self.storage.set_retained_batches(self.config.retained_batches)
+
     def close(self) -> None:
         """Graceful shutdown: the storage layer flushes and writes its snapshots."""
         self.storage.close()
         self.producer_ids.close()
+        self.fault_log.close()

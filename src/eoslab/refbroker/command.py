@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
+from eoslab.control.http import stop_on_signals
 from eoslab.refbroker.broker import ReferenceBroker
-from eoslab.refbroker.config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig, HostPort
+from eoslab.refbroker.config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig
 from eoslab.refbroker.control import ControlApi
-from eoslab.refbroker.producer_state import Rules
+from eoslab.refbroker.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    DEFAULT_RETAINED_BATCHES,
+    Rules,
+)
 from eoslab.refbroker.server import KafkaProtocolServer
+from eoslab.settings import BasePort, HostPort
 
 app = typer.Typer(help="The reference broker: Kafka's idempotent-producer rules, in Python.")
 log = logging.getLogger(__name__)
@@ -30,15 +35,12 @@ async def run_until_stopped(config: BrokerConfig) -> None:
     broker = ReferenceBroker(config)
     kafka_server = KafkaProtocolServer(broker)
     control = ControlApi(broker, kafka_server)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    stopping = stop_on_signals()
     try:
         await kafka_server.start()
         await control.start()
         log.info("reference broker %d ready, advertising %s", config.node_id, config.advertised)
-        await stop.wait()
+        await stopping.wait()
         log.info("stopping")
     finally:
         await control.stop()
@@ -56,11 +58,15 @@ def _host_port(text: str) -> HostPort:
 @app.command()
 def serve(
     *,
-    listen: Annotated[str, typer.Option(help="Kafka listener HOST:PORT.")] = "127.0.0.1:29192",
+    listen: Annotated[str, typer.Option(help="Kafka listener HOST:PORT.")] = str(
+        HostPort.local(BasePort.REFBROKER_CLIENT)
+    ),
     advertised: Annotated[
         str | None, typer.Option(help="HOST:PORT clients are told to use (default: --listen).")
     ] = None,
-    control: Annotated[str, typer.Option(help="Control API HOST:PORT.")] = "127.0.0.1:9199",
+    control: Annotated[str, typer.Option(help="Control API HOST:PORT.")] = str(
+        HostPort.local(BasePort.REFBROKER_CONTROL)
+    ),
     data_dir: Annotated[Path, typer.Option(help="Logs, PID blocks, fault log.")] = Path(
         "var/refbroker"
     ),
@@ -73,10 +79,10 @@ def serve(
     ] = "every-batch",
     retained_batches: Annotated[
         int, typer.Option(min=1, help="Batches per producer in the duplicate cache.")
-    ] = 5,
+    ] = DEFAULT_RETAINED_BATCHES,
     producer_id_expiration_ms: Annotated[
         int, typer.Option(min=1, help="producer.id.expiration.ms")
-    ] = 86_400_000,
+    ] = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     node_id: Annotated[int, typer.Option(min=0, help="broker.id")] = 1,
     auto_create_topics: Annotated[
         bool, typer.Option(help="Create unknown topics on Metadata/Produce (Kafka's option).")

@@ -7,30 +7,18 @@ from pathlib import Path
 from typing import Literal
 
 from eoslab.refbroker.log_manager import StorageConfig
-from eoslab.refbroker.producer_state import Rules
+from eoslab.refbroker.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    DEFAULT_RETAINED_BATCHES,
+    Rules,
+)
+from eoslab.settings import HostPort
 
 DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 """Kafka's socket.request.max.bytes default: larger size prefixes close the connection."""
 
 AUTO_CREATE_PARTITIONS = 1
 """Kafka's num.partitions default, used for topics created by Metadata/Produce."""
-
-
-@dataclass(frozen=True)
-class HostPort:
-    host: str
-    port: int
-
-    @classmethod
-    def parse(cls, text: str) -> HostPort:
-        """'127.0.0.1:9192' -> HostPort; the port is required, an IPv6 host goes in brackets."""
-        host, sep, port = text.strip().rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-            raise ValueError(f"expected HOST:PORT, got {text!r}")
-        return cls(host.strip("[]"), int(port))
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -44,8 +32,8 @@ class BrokerConfig:
     zookeeper: str | None = None
     rules: Rules = Rules.KAFKA_3_9
     fsync: Literal["every-batch", "os"] = "every-batch"
-    retained_batches: int = 5
-    producer_id_expiration_ms: int = 86_400_000
+    retained_batches: int = DEFAULT_RETAINED_BATCHES
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     auto_create_topics: bool = False
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     fault_log: Path | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eoslab.control_http import JsonControlClient
+from eoslab.control.http import JsonControlClient
 
 
 class RefbrokerControl(JsonControlClient):
@@ -13,8 +13,15 @@ class RefbrokerControl(JsonControlClient):
         return self.call("POST", "/faults", fault)
 
     def clear(self) -> dict[str, Any]:
-        """Disarm the request faults and leave legacy mode."""
+        """Back to the broker as configured: request faults disarmed, rules and the
+        duplicate-cache size as the broker was started with."""
         return self.call("DELETE", "/faults")
+
+    def state(self) -> dict[str, Any]:
+        return self.call("GET", "/faults")
 
     def counters(self) -> dict[str, Any]:
         return self.call("GET", "/counters")
+
+    def log(self) -> list[dict[str, Any]]:
+        return self.call("GET", "/log")

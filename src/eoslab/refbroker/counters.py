@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.protocol import api_name
+from eoslab.kafka_api import api_name, error_name
 
 
 @dataclass
@@ -27,7 +27,7 @@ class BrokerCounters:
 
     def count_append(self, error: ErrorCode, duplicate: bool) -> None:
         if error is not ErrorCode.none:
-            self.produce_rejected[error.name.upper()] += 1
+            self.produce_rejected[error_name(error)] += 1
         elif duplicate:
             self.produce_deduplicated += 1
         else:

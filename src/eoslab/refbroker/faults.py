@@ -1,28 +1,37 @@
-"""State faults the lab injects into the reference broker, and the log of when it did.
+"""State and request faults the lab injects into the reference broker, one model per kind, each
+applying itself: a new fault kind touches this file only.
 
 A fault is one JSON object posted to the control API. The request-path faults (lost
-responses, failed requests) wait here until the server consumes them; the state faults
-(expiry, retained batches, crash-restart, legacy mode) are applied by the broker at once.
-Every application is written to the fault log as a JSON line with a wall-clock timestamp
-so the run report can draw it on the timeline.
+responses, failed requests) wait in :class:`RequestFaults` until the server consumes them; the
+state faults (expiry, retained batches, crash-restart, legacy mode) act at once. Every
+application is written to the fault log with a wall-clock timestamp, so the run report can
+draw it on the timeline. Kinds are spelt as the proxy's and the scenario steps' (kebab-case,
+singular): ``drop-response`` is the lost ack wherever it is injected.
 """
 
 from __future__ import annotations
 
-import json
-import time
+import abc
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from kio.schema.errors import ErrorCode
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from eoslab.refbroker.protocol import api_key_from_name, api_name, error_code_from_name
+from eoslab.clock import now_ms
+from eoslab.kafka_api import api_name, error_name, parse_api_key, parse_error
+
+if TYPE_CHECKING:
+    from eoslab.refbroker.broker import ReferenceBroker
+    from eoslab.refbroker.server import KafkaProtocolServer
 
 
 class _Fault(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @abc.abstractmethod
+    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+        """Act on the broker now; returns what the fault did, for its log entry."""
 
 
 class ExpireProducers(_Fault):
@@ -31,12 +40,22 @@ class ExpireProducers(_Fault):
     kind: Literal["expire-producers"]
     producer_id: int | None = None
 
+    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+        removed = broker.storage.expire_producers(
+            now_ms(), producer_id=self.producer_id, force=True
+        )
+        return {"removed": removed}
+
 
 class RetainBatches(_Fault):
     """Change how many batches per producer the duplicate cache keeps (Kafka: 5, fixed)."""
 
     kind: Literal["retained-batches"]
     count: int = Field(ge=1, le=1000)
+
+    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+        broker.storage.set_retained_batches(self.count)
+        return {}
 
 
 class _ApiFault(_Fault):
@@ -46,33 +65,42 @@ class _ApiFault(_Fault):
     @field_validator("api", mode="before")
     @classmethod
     def _api_key(cls, value: Any) -> int:
-        return api_key_from_name(value)
+        return parse_api_key(value)
+
+    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+        broker.request_faults.arm(self)
+        return {"api": api_name(self.api)}
 
 
-class DropResponses(_ApiFault):
+class DropResponse(_ApiFault):
     """Apply the next `count` requests of `api` but never answer them: the lost ack."""
 
-    kind: Literal["drop-responses"]
-    close_connection: bool = True
+    kind: Literal["drop-response"]
+    reset: bool = True
     """Reset the connection after swallowing the response, as a broken network would."""
 
 
-class FailRequests(_ApiFault):
+class FailRequest(_ApiFault):
     """Answer the next `count` requests of `api` with `error` without applying them."""
 
-    kind: Literal["fail-requests"]
+    kind: Literal["fail-request"]
     error: ErrorCode
 
     @field_validator("error", mode="before")
     @classmethod
     def _error_code(cls, value: Any) -> ErrorCode:
-        return error_code_from_name(value)
+        return parse_error(value)
 
 
 class CrashRestart(_Fault):
     """Drop all in-memory state and reopen the log from disk, like kill -9 and a restart."""
 
     kind: Literal["crash-restart"]
+
+    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+        dropped = server.disconnect_all()
+        broker.crash_restart()
+        return {"connections_dropped": dropped}
 
 
 class LegacyMode(_Fault):
@@ -81,9 +109,12 @@ class LegacyMode(_Fault):
     kind: Literal["legacy-mode"]
     enabled: bool
 
+    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+        return {"rules": str(broker.set_legacy_mode(self.enabled))}
+
 
 Fault = Annotated[
-    ExpireProducers | RetainBatches | DropResponses | FailRequests | CrashRestart | LegacyMode,
+    ExpireProducers | RetainBatches | DropResponse | FailRequest | CrashRestart | LegacyMode,
     Field(discriminator="kind"),
 ]
 FAULT_ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)
@@ -92,7 +123,7 @@ FAULT_ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)
 @dataclass
 class _Pending:
     remaining: int
-    fault: DropResponses | FailRequests
+    fault: DropResponse | FailRequest
 
 
 class RequestFaults:
@@ -102,19 +133,21 @@ class RequestFaults:
         self._drops: dict[int, _Pending] = {}
         self._failures: dict[int, _Pending] = {}
 
-    def arm(self, fault: DropResponses | FailRequests) -> None:
-        table = self._drops if isinstance(fault, DropResponses) else self._failures
-        table[fault.api] = _Pending(fault.count, fault)
+    def arm(self, fault: _ApiFault) -> None:
+        if isinstance(fault, DropResponse):
+            self._drops[fault.api] = _Pending(fault.count, fault)
+        elif isinstance(fault, FailRequest):
+            self._failures[fault.api] = _Pending(fault.count, fault)
 
     def take_failure(self, api_key: int) -> ErrorCode | None:
         """The error to answer this request with, consuming one armed failure."""
         pending = self._take(self._failures, api_key)
-        return pending.error if isinstance(pending, FailRequests) else None
+        return pending.error if isinstance(pending, FailRequest) else None
 
-    def take_drop(self, api_key: int) -> DropResponses | None:
+    def take_drop(self, api_key: int) -> DropResponse | None:
         """The drop to apply to this request's response, consuming one armed drop."""
         pending = self._take(self._drops, api_key)
-        return pending if isinstance(pending, DropResponses) else None
+        return pending if isinstance(pending, DropResponse) else None
 
     def clear(self) -> None:
         self._drops.clear()
@@ -122,13 +155,20 @@ class RequestFaults:
 
     def as_json(self) -> list[dict[str, object]]:
         return [
-            {**p.fault.model_dump(mode="json"), "api": api_name(key), "remaining": p.remaining}
+            {
+                **p.fault.model_dump(mode="json"),
+                "api": api_name(key),
+                **(
+                    {"error": error_name(p.fault.error)} if isinstance(p.fault, FailRequest) else {}
+                ),
+                "remaining": p.remaining,
+            }
             for table in (self._drops, self._failures)
             for key, p in table.items()
         ]
 
     @staticmethod
-    def _take(table: dict[int, _Pending], api_key: int) -> DropResponses | FailRequests | None:
+    def _take(table: dict[int, _Pending], api_key: int) -> DropResponse | FailRequest | None:
         pending = table.get(api_key)
         if pending is None:
             return None
@@ -136,27 +176,3 @@ class RequestFaults:
         if pending.remaining == 0:
             del table[api_key]
         return pending.fault
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-class FaultLog:
-    """Append-only JSON lines: what was applied, when (ms since the epoch), with what effect."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-
-    def record(self, event: str, **details: object) -> dict[str, object]:
-        entry: dict[str, object] = {"ts_ms": wall_clock_ms(), "event": event, **details}
-        with self.path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(entry, sort_keys=True) + "\n")
-        return entry
-
-    def entries(self) -> list[dict[str, object]]:
-        if not self.path.exists():
-            return []
-        with self.path.open(encoding="utf-8") as lines:
-            return [json.loads(line) for line in lines if line.strip()]

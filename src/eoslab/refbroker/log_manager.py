@@ -14,6 +14,7 @@ from eoslab.refbroker.partition_log import (
     ProducerView,
 )
 from eoslab.refbroker.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     DEFAULT_RETAINED_BATCHES,
     ProducerStateManager,
     Rules,
@@ -43,7 +44,7 @@ class StorageConfig:
     fsync: Literal["every-batch", "os"] = "every-batch"
     rules: Rules = Rules.KAFKA_3_9
     retained_batches: int = DEFAULT_RETAINED_BATCHES
-    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     segment_bytes: int = 64 * 1024 * 1024
     max_batch_bytes: int = 1_048_588  # message.max.bytes
 
@@ -135,6 +136,10 @@ class LogManager:
         return sum(
             log.producers.remove_expired(now_ms, producer_id, force) for log in self._logs.values()
         )
+
+    @property
+    def retained_batches(self) -> int:
+        return self._retained_batches
 
     def set_retained_batches(self, n: int) -> None:
         check_retained_batches(n)

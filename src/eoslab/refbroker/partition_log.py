@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import bisect
 import shutil
-import time
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
+from eoslab.clock import now_ms
 from eoslab.refbroker import snapshot
 from eoslab.refbroker.batch_header import (
     InvalidRecordsError,
@@ -285,7 +285,7 @@ class PartitionLog:
         return truncated
 
     def _rebuild_producer_state(self) -> None:
-        now_ms = int(time.time() * 1000)
+        loaded_ms = now_ms()
         end = self.log_end_offset
         start = self._segments[0].base_offset
         for offset in reversed(snapshot.snapshot_offsets(self.directory)):
@@ -298,7 +298,7 @@ class PartitionLog:
             except snapshot.CorruptSnapshotError:
                 path.unlink()
                 continue
-            self.producers.load(entries, now_ms, self._log_start_offset)
+            self.producers.load(entries, loaded_ms, self._log_start_offset)
             start = max(offset, start)
             break
         for segment in self._segments:

@@ -60,6 +60,7 @@ from eoslab.refbroker.batch_header import MAX_SEQUENCE, NO_SEQUENCE, BatchHeader
 NO_PRODUCER_EPOCH = -1
 NO_TIMESTAMP = -1
 DEFAULT_RETAINED_BATCHES = 5  # ProducerStateEntry.NumBatchesToRetain
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 
 
 class Rules(enum.StrEnum):
@@ -201,7 +202,7 @@ class ProducerStateManager:
         self,
         rules: Rules = Rules.KAFKA_3_9,
         retained_batches: int = DEFAULT_RETAINED_BATCHES,
-        producer_id_expiration_ms: int = 86_400_000,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.rules = rules
         self.retained_batches = retained_batches

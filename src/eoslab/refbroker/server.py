@@ -11,13 +11,15 @@ import asyncio
 import logging
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 
+from eoslab.kafka_api import api_name, error_name
 from eoslab.refbroker.apis import ApiVersionsHandler, RequestContext, api_handlers
 from eoslab.refbroker.broker import ReferenceBroker
-from eoslab.refbroker.protocol import api_name, decode, encode
+from eoslab.refbroker.protocol import decode, encode
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +132,7 @@ class KafkaProtocolServer:
         if not handler.supports(api_version):
             return Reply(_frame(correlation_id, handler.reject(request, ctx, UNSUPPORTED)))
         if (error := self.broker.request_faults.take_failure(api_key)) is not None:
-            self._record_fault("request-failed", api_key, header, error=error.name.upper())
+            self._record_fault("request-failed", api_key, header, error=error_name(error))
             return Reply(_frame(correlation_id, handler.reject(request, ctx, error)))
         try:
             response = await handler.handle(request, ctx)
@@ -141,8 +143,8 @@ class KafkaProtocolServer:
             log.exception("%s v%d failed inside the broker", api_name(api_key), api_version)
             response = handler.reject(request, ctx, ErrorCode.unknown_server_error)
         if (drop := self.broker.request_faults.take_drop(api_key)) is not None:
-            self._record_fault("response-dropped", api_key, header, closed=drop.close_connection)
-            return Reply(None, close=drop.close_connection)
+            self._record_fault("response-dropped", api_key, header, reset=drop.reset)
+            return Reply(None, close=drop.reset)
         return Reply(None if response is None else _frame(correlation_id, response))
 
     def _record_fault(self, event: str, api_key: int, header: object, **details: object) -> None:
@@ -154,7 +156,7 @@ class KafkaProtocolServer:
         )
         counter[name] += 1
         self.broker.fault_log.record(
-            event,
+            event=event,
             api=name,
             correlation_id=getattr(header, "correlation_id", None),
             client_id=getattr(header, "client_id", None),
@@ -165,7 +167,7 @@ class KafkaProtocolServer:
 UNSUPPORTED = ErrorCode.unsupported_version
 
 
-def _schemas(api_key: int, api_version: int) -> tuple[type, type]:
+def _schemas(api_key: int, api_version: int) -> tuple[Any, Any]:
     """kio's request and response classes; versions kio lacks cannot even be refused."""
     try:
         return load_request_schema(api_key, api_version), load_response_schema(api_key, api_version)
@@ -173,8 +175,8 @@ def _schemas(api_key: int, api_version: int) -> tuple[type, type]:
         raise BadInputError(f"{api_name(api_key)} v{api_version} has no schema") from None
 
 
-def _frame(correlation_id: int, response: object) -> bytes:
+def _frame(correlation_id: int, response: Any) -> bytes:
     """Size prefix + the response header version this response type requires + body."""
-    header_type = type(response).__header_schema__  # type: ignore[attr-defined]
+    header_type = type(response).__header_schema__
     payload = encode(header_type(correlation_id=correlation_id), response)
     return SIZE_PREFIX.pack(len(payload)) + payload

@@ -13,6 +13,7 @@ from eoslab.report.render import (
     write_run_report,
     write_trend,
 )
+from eoslab.settings import REPORTS_DIR
 
 app = typer.Typer(
     help="Reports of checked runs: HTML, summary.json, junit.xml.", no_args_is_help=True
@@ -20,9 +21,7 @@ app = typer.Typer(
 
 ReportsOption = Annotated[
     Path | None,
-    typer.Option(
-        "--reports-dir", envvar="EOSLAB_REPORTS_DIR", help="Where reports go (default: reports/)."
-    ),
+    typer.Option("--reports-dir", envvar=REPORTS_DIR, help="Where reports go (default: reports/)."),
 ]
 
 

@@ -80,7 +80,7 @@ def load_outcome(run_dir: Path) -> RunOutcome:
             status=Status.ERROR,
             error=f"unreadable run.json ({error.__class__.__name__})",
         )
-    identity = {
+    identity: dict[str, Any] = {
         "run_id": info.run_id,
         "scenario": info.scenario,
         "target": info.target,
@@ -94,17 +94,24 @@ def load_outcome(run_dir: Path) -> RunOutcome:
             status=Status.ERROR,
             error=f"the checker left no verdict ({run.verdict_json} is missing)",
         )
-    verdict = json.loads(run.verdict_json.read_text())
+    try:
+        verdict = run.read_verdict()
+    except ValidationError as error:
+        return RunOutcome(
+            **identity,
+            status=Status.ERROR,
+            error=f"unreadable verdict {run.verdict_json} ({error.error_count()} problems)",
+        )
     metrics = json.loads(run.metrics_json.read_text()) if run.metrics_json.is_file() else {}
     return RunOutcome(
         **identity,
-        status=Status.CONFORMS if verdict["conforms"] else Status.DOES_NOT_CONFORM,
-        checked_ms=int(run.verdict_json.stat().st_mtime * 1000),
-        checks=verdict["checks"],
-        mismatches=verdict["mismatches"],
+        status=Status.CONFORMS if verdict.conforms else Status.DOES_NOT_CONFORM,
+        checked_ms=verdict.checked_ms,
+        checks=[check.model_dump() for check in verdict.checks],
+        mismatches=[check.model_dump() for check in verdict.mismatches],
         metrics=metrics,
-        gx=verdict.get("gx") or {},
-        data_docs=(verdict.get("links") or {}).get("data_docs"),
+        gx=verdict.gx.model_dump(),
+        data_docs=verdict.links.data_docs,
     )
 
 

@@ -39,25 +39,29 @@ class FaultWindow:
 
 
 def fault_windows(faults_jsonl: Path) -> list[FaultWindow]:
-    """Pair each ``start`` with the next ``end`` of the same kind and target; an unpaired start
-    lasts to the end of the run (drawn to the plot's edge)."""
+    """Pair each ``start`` with the ``end`` of the same step (``detail.step``; two steps of one
+    kind on one target may overlap) and of the same target (a rolling restart's steps end once
+    per broker); an unpaired start lasts to the end of the run (drawn to the plot's edge)."""
     if not faults_jsonl.is_file():
         return []
     windows: list[FaultWindow] = []
-    open_starts: dict[tuple[str, str], int] = {}
+    open_starts: dict[tuple[object, str, str], int] = {}
     for line in faults_jsonl.read_text().splitlines():
         if not line.strip():
             continue
         event = json.loads(line)
-        key = (str(event.get("kind")), str(event.get("target") or ""))
+        kind, target = str(event.get("kind")), str(event.get("target") or "")
+        key = ((event.get("detail") or {}).get("step"), kind, target)
         phase = event.get("phase")
         if phase == "start":
             open_starts[key] = int(event["ts_ms"])
         elif phase == "end" and key in open_starts:
-            windows.append(FaultWindow(*key, open_starts.pop(key), int(event["ts_ms"])))
+            windows.append(FaultWindow(kind, target, open_starts.pop(key), int(event["ts_ms"])))
         elif phase == "instant":
-            windows.append(FaultWindow(*key, int(event["ts_ms"]), None))
-    windows += [FaultWindow(*key, start, -1) for key, start in open_starts.items()]
+            windows.append(FaultWindow(kind, target, int(event["ts_ms"]), None))
+    windows += [
+        FaultWindow(kind, target, start, -1) for (_, kind, target), start in open_starts.items()
+    ]
     return sorted(windows, key=lambda w: w.start_ms)
 
 

@@ -20,18 +20,13 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from eoslab.paths import lab_dir, project_root
 from eoslab.report.junit import junit_xml
 from eoslab.report.outcome import RunOutcome, Status, latest_per_cell, load_outcome
 from eoslab.report.plots import run_figure_svg, trend_figure_svg
 from eoslab.rundir import RunDir
+from eoslab.settings import lab_dir, reports_root
 
 ANOMALY_EXAMPLE_COLUMNS = 8
-
-
-def reports_root() -> Path:
-    configured = os.environ.get("EOSLAB_REPORTS_DIR")
-    return Path(configured) if configured else project_root() / "reports"
 
 
 def _templates() -> Environment:

@@ -1,26 +1,20 @@
 """Bring the lab up and down: local processes (default) or docker compose.
 
-Both runtimes offer the same verbs (up, down, status, logs, kill, pause, resume, restart), so
-the nemesis works unchanged on either.
+Both runtimes implement :class:`~eoslab.runtime.lab.LabRuntime` (up, down, status, logs, kill,
+pause, resume, restart), so the nemesis works unchanged on either.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from eoslab.runtime.lab import LabRuntime
 from eoslab.runtime.status import LabError
 from eoslab.runtime.topology import LabConfig
-
-if TYPE_CHECKING:
-    from eoslab.runtime.compose import ComposeRuntime
-    from eoslab.runtime.local import LocalRuntime
-
-RUNTIMES = ("local", "compose")
+from eoslab.settings import RUNTIMES, runtime_name
 
 
-def get_runtime(
-    name: str = "local", config: LabConfig | None = None
-) -> LocalRuntime | ComposeRuntime:
+def get_runtime(name: str | None = None, config: LabConfig | None = None) -> LabRuntime:
+    """The runtime called ``name`` (default: $EOSLAB_RUNTIME, else local)."""
+    name = name or runtime_name()
     if name == "local":
         from eoslab.runtime.local import LocalRuntime
 
@@ -32,4 +26,4 @@ def get_runtime(
     raise LabError(f"unknown runtime {name!r}; choose one of: {', '.join(RUNTIMES)}")
 
 
-__all__ = ["RUNTIMES", "LabConfig", "LabError", "get_runtime"]
+__all__ = ["LabConfig", "LabError", "LabRuntime", "get_runtime"]

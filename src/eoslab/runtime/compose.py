@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
 from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 
-from eoslab.paths import project_root
 from eoslab.runtime.status import LabError, LabStatus, ServiceStatus, cluster_view
 from eoslab.runtime.topology import LabConfig
+from eoslab.settings import PORT_OFFSET, project_root
 
 PROJECT = "eoslab"
 
@@ -28,16 +29,21 @@ def compose_file() -> Path:
 class ComposeRuntime:
     name = "compose"
 
-    def __init__(self, config: LabConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: LabConfig | None = None,
+        docker_client: Callable[[], docker.DockerClient] = docker.from_env,
+    ) -> None:
         self.config = config or LabConfig()
+        self._docker_client = docker_client
         if self.config.port_offset:
             raise LabError(
-                "the compose runtime publishes the documented ports; unset EOSLAB_PORT_OFFSET"
+                f"the compose runtime publishes the documented ports; unset {PORT_OFFSET}"
             )
 
     def _client(self) -> docker.DockerClient:
         try:
-            client = docker.from_env()
+            client = self._docker_client()
             client.ping()
         except DockerException as error:
             raise LabError(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eoslab.paths import project_root
 from eoslab.runtime.topology import HOST, LabConfig, Service
+from eoslab.settings import project_root
 
 
 def _render(base: Path, overrides: dict[str, str]) -> str:

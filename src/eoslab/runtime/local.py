@@ -12,15 +12,18 @@ import shutil
 import signal
 import sys
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
-from eoslab.orchestration.airflow_home import AirflowHome, AirflowSetupError, venv_bin
-from eoslab.paths import kafka_lib
+from eoslab.admin import metadata_brokers
+from eoslab.clock import wait_until
 from eoslab.runtime import configs, health, processes
+from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.runtime.processes import ProcessRecord
 from eoslab.runtime.status import LabError, LabStatus, ServiceStatus, cluster_view
 from eoslab.runtime.topology import HOST, Kind, LabConfig, Service
 from eoslab.runtime.zookeeper import registered_brokers
+from eoslab.settings import BasePort, kafka_lib
 
 JVM_COMMON = ["-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
 LOG_SERVERS = {"scheduler", "triggerer"}
@@ -91,7 +94,7 @@ class LocalRuntime:
             ]
             return [
                 *lab_python,
-                "eoslab.chaos.proxy",
+                "eoslab.proxy",
                 *routes,
                 f"--control={HOST}:{service.ports['control']}",
                 f"--fault-log={self.fault_log_path()}",
@@ -130,7 +133,7 @@ class LocalRuntime:
         """The lab's Airflow home (prepared by `up` when the lab has Airflow)."""
         return AirflowHome(
             home=self.config.airflow_home,
-            api_port=self.config.port(8080),
+            api_port=self.config.port(BasePort.AIRFLOW),
             lab_dir=self.config.state_dir,
             port_offset=self.config.port_offset,
         )
@@ -213,9 +216,9 @@ class LocalRuntime:
                 records[service.name] = self._start(service)
                 self._save(records)
                 if service.kind is Kind.ZOOKEEPER:
-                    self._await(service, lambda s=service: health.zookeeper_ok(s.ports["client"]))
+                    self._await(service, partial(health.zookeeper_ok, service.ports["client"]))
             for service in self.config.services():
-                self._await(service, lambda s=service: self._healthy(s))
+                self._await(service, partial(self._healthy, service))
             self._await_cluster()
         except LabError:
             for record in reversed(records.values()):
@@ -232,7 +235,7 @@ class LocalRuntime:
                 raise self._failure(service.name, "exited during start-up")
             return condition()
 
-        if not health.wait_until(ready, self.config.up_timeout_s):
+        if not wait_until(ready, self.config.up_timeout_s):
             raise self._failure(service.name, f"not healthy after {self.config.up_timeout_s:.0f} s")
 
     def _await_cluster(self) -> None:
@@ -244,13 +247,13 @@ class LocalRuntime:
             return registered_brokers(self.config.zookeeper_connect) == expected
 
         def visible() -> bool:
-            return health.metadata_brokers(self.config.bootstrap_servers) == expected
+            return metadata_brokers(self.config.bootstrap_servers) == expected
 
         for what, condition in (
             ("registered in ZooKeeper", registered),
             ("visible in metadata", visible),
         ):
-            if not health.wait_until(condition, self.config.up_timeout_s, interval_s=0.5):
+            if not wait_until(condition, self.config.up_timeout_s, interval_s=0.5):
                 raise LabError(
                     f"brokers {sorted(expected)} not all {what} after {self.config.up_timeout_s:.0f} s; "
                     f"logs: {self.log_path('kafka-1').parent}"
@@ -293,15 +296,15 @@ class LocalRuntime:
         services = []
         for service in self.config.services():
             record = records.get(service.name)
-            alive = record is not None and record.alive()
-            state = "stopped" if not alive else "paused" if record.paused() else "running"  # type: ignore[union-attr]
+            live = record if record is not None and record.alive() else None
+            state = "stopped" if live is None else "paused" if live.paused() else "running"
             services.append(
                 ServiceStatus(
                     name=service.name,
                     kind=service.kind.value,
                     state=state,
                     healthy=state == "running" and self._healthy(service),
-                    pid=record.pid if alive else None,  # type: ignore[union-attr]
+                    pid=None if live is None else live.pid,
                     ports=service.ports,
                     log=str(self.log_path(service.name)),
                 )
@@ -343,7 +346,7 @@ class LocalRuntime:
         processes.stop(record, self.config.stop_grace_s)
         if service.kind is Kind.KAFKA:
             # The dead broker's ephemeral registration must expire before it can register again.
-            health.wait_until(
+            wait_until(
                 lambda: service.broker_id not in registered_brokers(self.config.zookeeper_connect),
                 timeout_s=30.0,
                 interval_s=0.5,
@@ -353,7 +356,7 @@ class LocalRuntime:
         self._save(records)
         self._await(service, lambda: self._healthy(service))
         if service.kind is Kind.KAFKA:
-            health.wait_until(
+            wait_until(
                 lambda: service.broker_id in registered_brokers(self.config.zookeeper_connect),
                 timeout_s=self.config.up_timeout_s,
                 interval_s=0.5,
@@ -361,7 +364,7 @@ class LocalRuntime:
 
     def wait_healthy(self, names: Iterable[str], timeout_s: float) -> bool:
         services = [self.config.service(n) for n in names]
-        return health.wait_until(lambda: all(self._healthy(s) for s in services), timeout_s)
+        return bool(wait_until(lambda: all(self._healthy(s) for s in services), timeout_s))
 
 
 def _tail(path: Path, lines: int) -> list[str]:

@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
 
-MARKER = "EOSLAB_LAB_MEMBER"  # set only in the services' environment, never by users
+from eoslab.clock import wait_until
+from eoslab.settings import LAB_MEMBER
+
+MARKER = LAB_MEMBER  # set only in the services' environment, never by users
 
 
 @dataclass(frozen=True)
@@ -111,13 +113,11 @@ def kill(record: ProcessRecord) -> None:
 
 
 def wait_gone(record: ProcessRecord, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def gone() -> bool:
         _reap(record.pid)
-        if record.process() is None and not _group_alive(record.pid):
-            return True
-        time.sleep(0.1)
-    return False
+        return record.process() is None and not _group_alive(record.pid)
+
+    return bool(wait_until(gone, timeout_s, interval_s=0.1))
 
 
 def _group_alive(pgid: int) -> bool:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaException
 
-from eoslab.runtime.health import admin
+from eoslab.admin import admin_client
 
 
 class LabError(Exception):
@@ -61,11 +61,11 @@ class LabStatus:
 
 
 def cluster_view(bootstrap: str, timeout_s: float = 5.0) -> ClusterView:
-    client: AdminClient = admin(bootstrap)
+    client = admin_client(bootstrap)
     try:
         metadata = client.list_topics(timeout=timeout_s)
         controller = client.describe_cluster(request_timeout=timeout_s).result().controller
-    except Exception:
+    except KafkaException:
         return ClusterView(bootstrap, reachable=False)
     partitions = [
         PartitionStatus(name, p.id, p.leader, list(p.replicas), list(p.isrs))

@@ -6,14 +6,12 @@ beside a user's lab without a clash: offset 0 gives the documented ports.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from eoslab.paths import lab_dir
-
-HOST = "127.0.0.1"
+from eoslab.rundir import LabTarget
+from eoslab.settings import HOST, BasePort, lab_dir, port_offset, with_airflow
 
 
 class Kind(StrEnum):
@@ -26,6 +24,23 @@ class Kind(StrEnum):
 
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 """Airflow's parts, one supervised service each (``airflow <component>``)."""
+
+BROKERS = 3
+"""The Kafka cluster of the lab: three brokers, ids 1..3."""
+REFBROKER_SERVICE = "refbroker"
+
+
+def kafka_service(broker_id: int) -> str:
+    """The lab's name of the Kafka broker with this id: ``kafka-2``."""
+    return f"kafka-{broker_id}"
+
+
+KAFKA_SERVICES = tuple(kafka_service(i) for i in range(1, BROKERS + 1))
+
+
+def brokers_of(target: LabTarget) -> tuple[str, ...]:
+    """The services that are brokers of a target (what a rolling restart goes through)."""
+    return KAFKA_SERVICES if target == "kafka" else (REFBROKER_SERVICE,)
 
 
 @dataclass(frozen=True)
@@ -45,13 +60,11 @@ class LabConfig:
     """Where the lab keeps its state and which ports it uses."""
 
     state_dir: Path = field(default_factory=lab_dir)
-    port_offset: int = field(default_factory=lambda: int(os.environ.get("EOSLAB_PORT_OFFSET", "0")))
-    brokers: int = 3
+    port_offset: int = field(default_factory=port_offset)
+    brokers: int = BROKERS
     with_refbroker: bool = True
-    # Airflow (UI on 8080) for `eoslab lab up`; EOSLAB_WITH_AIRFLOW=0 leaves it out.
-    with_airflow: bool = field(
-        default_factory=lambda: os.environ.get("EOSLAB_WITH_AIRFLOW", "1") != "0"
-    )
+    with_airflow: bool = field(default_factory=with_airflow)
+    """Airflow (its UI on 8080) in `eoslab lab up`; EOSLAB_WITH_AIRFLOW=0 leaves it out."""
     # A third listener per broker, DIRECT on 3909i, advertised as itself: a path around the
     # proxy for benchmarks (proxy against direct) and for checking what really reached the log.
     direct_listener: bool = False
@@ -61,6 +74,8 @@ class LabConfig:
     stop_grace_s: float = 30.0
 
     def port(self, base: int) -> int:
+        """A base port (:class:`~eoslab.settings.BasePort`, plus a broker id for Kafka's) moved
+        by this lab's offset."""
         return base + self.port_offset
 
     @property
@@ -69,35 +84,35 @@ class LabConfig:
 
     @property
     def zookeeper_connect(self) -> str:
-        return f"{HOST}:{self.port(2181)}"
+        return f"{HOST}:{self.port(BasePort.ZOOKEEPER)}"
 
     @property
     def bootstrap_servers(self) -> str:
         """Kafka as clients see it: through the proxies on 909i."""
-        return ",".join(f"{HOST}:{self.port(9090 + i)}" for i in self.broker_ids)
+        return ",".join(f"{HOST}:{self.port(BasePort.KAFKA + i)}" for i in self.broker_ids)
 
     @property
     def direct_bootstrap_servers(self) -> str:
         """Kafka around the proxy (only with `direct_listener`)."""
         if not self.direct_listener:
             raise ValueError("this lab has no DIRECT listener (LabConfig.direct_listener)")
-        return ",".join(f"{HOST}:{self.port(39090 + i)}" for i in self.broker_ids)
+        return ",".join(f"{HOST}:{self.port(BasePort.KAFKA_DIRECT + i)}" for i in self.broker_ids)
 
     @property
     def refbroker_bootstrap(self) -> str:
-        return f"{HOST}:{self.port(9192)}"
+        return f"{HOST}:{self.port(BasePort.REFBROKER)}"
 
     @property
     def proxy_control_url(self) -> str:
-        return f"http://{HOST}:{self.port(8474)}"
+        return f"http://{HOST}:{self.port(BasePort.PROXY_CONTROL)}"
 
     @property
     def refbroker_control_url(self) -> str:
-        return f"http://{HOST}:{self.port(9199)}"
+        return f"http://{HOST}:{self.port(BasePort.REFBROKER_CONTROL)}"
 
     @property
     def airflow_url(self) -> str:
-        return f"http://{HOST}:{self.port(8080)}"
+        return f"http://{HOST}:{self.port(BasePort.AIRFLOW)}"
 
     @property
     def airflow_home(self) -> Path:
@@ -105,16 +120,20 @@ class LabConfig:
 
     def services(self) -> list[Service]:
         """All services in start order (ZooKeeper first, then the brokers, the proxy, Airflow)."""
-        services = [Service("zookeeper", Kind.ZOOKEEPER, {"client": self.port(2181)})]
+        services = [Service("zookeeper", Kind.ZOOKEEPER, {"client": self.port(BasePort.ZOOKEEPER)})]
         services += [
             Service(
-                f"kafka-{i}",
+                kafka_service(i),
                 Kind.KAFKA,
                 {
-                    "client": self.port(29090 + i),
-                    "internal": self.port(19090 + i),
-                    "advertised": self.port(9090 + i),
-                    **({"direct": self.port(39090 + i)} if self.direct_listener else {}),
+                    "client": self.port(BasePort.KAFKA_CLIENT + i),
+                    "internal": self.port(BasePort.KAFKA_INTERNAL + i),
+                    "advertised": self.port(BasePort.KAFKA + i),
+                    **(
+                        {"direct": self.port(BasePort.KAFKA_DIRECT + i)}
+                        if self.direct_listener
+                        else {}
+                    ),
                 },
                 broker_id=i,
             )
@@ -123,23 +142,25 @@ class LabConfig:
         if self.with_refbroker:
             services.append(
                 Service(
-                    "refbroker",
+                    REFBROKER_SERVICE,
                     Kind.REFBROKER,
                     {
-                        "client": self.port(29192),
-                        "advertised": self.port(9192),
-                        "control": self.port(9199),
+                        "client": self.port(BasePort.REFBROKER_CLIENT),
+                        "advertised": self.port(BasePort.REFBROKER),
+                        "control": self.port(BasePort.REFBROKER_CONTROL),
                     },
                 )
             )
         if self.brokers or self.with_refbroker:
-            services.append(Service("proxy", Kind.PROXY, {"control": self.port(8474)}))
+            services.append(
+                Service("proxy", Kind.PROXY, {"control": self.port(BasePort.PROXY_CONTROL)})
+            )
         if self.with_airflow:
             services += [
                 Service(
                     f"airflow-{component}",
                     Kind.AIRFLOW,
-                    {"ui": self.port(8080)} if component == "api-server" else {},
+                    {"ui": self.port(BasePort.AIRFLOW)} if component == "api-server" else {},
                     component=component,
                 )
                 for component in AIRFLOW_COMPONENTS

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from eoslab.chaos.timeline import STEP_KINDS
+from eoslab.nemesis.steps import STEP_KINDS
 from eoslab.scenarios.schema import Scenario
 
 CATALOGUE_DIR = Path(__file__).parent / "catalogue"

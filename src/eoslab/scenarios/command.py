@@ -2,50 +2,57 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import yaml
-from rich.console import Console
 from rich.table import Table
 
-from eoslab.chaos.timeline import resolve
+from eoslab.console import JsonOption, RuntimeOption, console, errors, fail, identifier_column
+from eoslab.nemesis.timeline import resolve
+from eoslab.rundir import lab_target
 from eoslab.runtime import LabError, get_runtime
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.executor import RunError, execute
 
 app = typer.Typer(help="The scenario catalogue: list, show, run.", no_args_is_help=True)
-console = Console()
-errors = Console(stderr=True)
 
 ScenarioArgument = Annotated[str, typer.Argument(help="A catalogue name or a scenario file.")]
 
 
-def _fail(error: Exception) -> typer.Exit:
-    errors.print(f"[bold red]error:[/] {error}", highlight=False, markup=True)
-    return typer.Exit(code=1)
-
-
 @app.command("list")
-def list_scenarios() -> None:
+def list_scenarios(as_json: JsonOption = False) -> None:
     """Every catalogue scenario: targets, faults, expected anomalies."""
-    table = Table(title="scenario catalogue")
-    for column in ("scenario", "targets", "nemesis", "expected (not 0)", "description"):
-        table.add_column(column)
+    rows: list[dict[str, Any]] = []
     for name, path in catalogue().items():
         scenario = load_scenario(path)
         expected = scenario.expected.for_target(scenario.targets[0])
-        notable = ", ".join(
-            f"{k} {v}" for k, v in expected.items() if k != "indeterminate" and v != "0"
+        rows.append(
+            {
+                "scenario": name,
+                "targets": list(scenario.targets),
+                "nemesis": [step.kind for step in scenario.nemesis],
+                "expected": {k: v for k, v in expected.items() if v not in ("0", ">=0", "any")},
+                "description": " ".join(scenario.description.split()),
+            }
         )
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="scenario catalogue")
+    identifier_column(table, "scenario", [row["scenario"] for row in rows])
+    for column in ("targets", "nemesis", "expected (not 0)", "description"):
+        table.add_column(column)
+    for row in rows:
         table.add_row(
-            name,
-            ", ".join(scenario.targets),
-            ", ".join(step.kind for step in scenario.nemesis) or "-",
-            notable or "none",
-            " ".join(scenario.description.split())[:80],
+            row["scenario"],
+            ", ".join(row["targets"]),
+            ", ".join(row["nemesis"]) or "-",
+            ", ".join(f"{k} {v}" for k, v in row["expected"].items()) or "none",
+            row["description"],
         )
     console.print(table)
 
@@ -60,12 +67,16 @@ def show(
     try:
         loaded = find_scenario(scenario)
     except ScenarioError as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     typer.echo(
         yaml.safe_dump(loaded.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
     )
     if target is not None:
-        steps = resolve(loaded.nemesis, target, loaded.seed if seed is None else seed)  # type: ignore[arg-type]
+        try:
+            chosen = lab_target(target)
+        except ValueError as error:
+            raise fail(error) from error
+        steps = resolve(loaded.nemesis, chosen, loaded.seed if seed is None else seed)
         for step in steps:
             trigger = (
                 f"at {step.at_s} s" if step.at_s is not None else f"after {step.after_acked} acked"
@@ -91,9 +102,7 @@ def run(
     runs_dir: Annotated[
         Path | None, typer.Option(help="Where run directories go (default: runs/).")
     ] = None,
-    runtime: Annotated[
-        str, typer.Option("--runtime", envvar="EOSLAB_RUNTIME", help="local or compose.")
-    ] = "local",
+    runtime: RuntimeOption = "local",
 ) -> None:
     """Run a scenario against the running lab; prints the run directory."""
     try:
@@ -111,7 +120,7 @@ def run(
             replication=replication,
         )
     except (ScenarioError, RunError, LabError) as error:
-        raise _fail(error) from error
+        raise fail(error) from error
     for problem in result.problems:
         errors.print(f"[yellow]warning:[/] {problem}", highlight=False)
     typer.echo(os.fspath(result.run_dir.path))

@@ -7,7 +7,6 @@ the producers are stopped before the run directory is closed.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,17 +14,18 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from eoslab.chaos.control_client import ProxyControl
-from eoslab.chaos.nemesis import LabRuntime, Nemesis
-from eoslab.chaos.timeline import TimelineRunner, resolve
+from eoslab.admin import create_topic
+from eoslab.clock import now_ms, wait_until
+from eoslab.nemesis.nemesis import Nemesis
+from eoslab.nemesis.timeline import TimelineRunner, resolve
+from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
-from eoslab.rundir import RunDir, RunInfo, new_run_id, now_ms
+from eoslab.rundir import REPLICATION, LabTarget, RunDir, RunInfo, Target, lab_target, new_run_id
+from eoslab.runtime.lab import ProcessFaults
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.schema import Scenario
-from eoslab.smoke import create_topic
 from eoslab.workload.supervisor import Workload
 
-REPLICATION = {"kafka": 3, "refbroker": 1}
 # On a cluster the lab does not run, only what needs no runtime, proxy or refbroker API.
 EXTERNAL_STEP_KINDS = {"producer-crash", "probe"}
 
@@ -42,7 +42,7 @@ class RunResult:
     """What went wrong on the way (nemesis errors, heal failures, timeouts); empty if none."""
 
 
-def bootstrap_of(target: str, config: LabConfig) -> str:
+def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
     return config.bootstrap_servers if target == "kafka" else config.refbroker_bootstrap
 
 
@@ -68,7 +68,7 @@ def execute(
     scenario: Scenario,
     target: str,
     *,
-    runtime: LabRuntime,
+    runtime: ProcessFaults,
     config: LabConfig,
     runs_root: Path | None = None,
     seed: int | None = None,
@@ -78,30 +78,36 @@ def execute(
     replication: int | None = None,
 ) -> RunResult:
     """Run `scenario` on `target`; for target "external", `bootstrap` names the cluster."""
+    # The timeline and the expectations of an external cluster are those of Kafka.
+    as_target: LabTarget = "kafka"
     if target == "external":
         bootstrap = _check_external(scenario, bootstrap)
     elif bootstrap:
         raise RunError("--bootstrap goes with --target external (the lab's targets are known)")
-    elif target not in scenario.targets:
-        raise RunError(
-            f"scenario {scenario.name} does not apply to target {target!r} "
-            f"(targets: {', '.join(scenario.targets)})"
-        )
+    else:
+        try:
+            as_target = lab_target(target)
+        except ValueError as error:
+            raise RunError(f"{error}, or external") from None
+        if as_target not in scenario.targets:
+            raise RunError(
+                f"scenario {scenario.name} does not apply to target {target!r} "
+                f"(targets: {', '.join(scenario.targets)})"
+            )
+    run_target: Target = "external" if target == "external" else as_target
     seed = scenario.seed if seed is None else seed
     workload_spec = scenario.workload
     if records is not None:
         workload_spec = workload_spec.model_copy(update={"records": records})
     run_id = new_run_id(scenario.name, target)
     run_dir = RunDir.for_run(run_id, runs_root).create()
-    bootstrap = bootstrap or bootstrap_of(target, config)
-    # The timeline and the expectations of an external cluster are those of Kafka.
-    as_target = "kafka" if target == "external" else target
+    bootstrap = bootstrap or bootstrap_of(as_target, config)
     topic = f"eos-{run_id}"
     partitions = scenario.topic.partitions
     info = RunInfo(
         run_id=run_id,
         scenario=scenario.name,
-        target=target,  # type: ignore[arg-type]
+        target=run_target,
         bootstrap=bootstrap,
         topic=topic,
         partitions=partitions,
@@ -111,7 +117,7 @@ def execute(
         expected=scenario.expected.for_target(as_target),
     )
     run_dir.write_info(info)
-    create_topic(bootstrap, topic, partitions, replication or REPLICATION.get(target, 3))
+    create_topic(bootstrap, topic, partitions, replication or REPLICATION[run_target])
 
     workload = Workload(
         workload_spec,
@@ -125,7 +131,7 @@ def execute(
     )
     nemesis = Nemesis(
         run_dir=run_dir,
-        target=as_target,  # type: ignore[arg-type]
+        target=as_target,
         runtime=runtime,
         bootstrap=bootstrap,
         topic=topic,
@@ -134,20 +140,19 @@ def execute(
         workload=workload,
     )
     timeline = TimelineRunner(
-        resolve(scenario.nemesis, as_target, seed),  # type: ignore[arg-type]
+        resolve(scenario.nemesis, as_target, seed),
         nemesis,
         acked=lambda: workload.acked,
         workload_done=lambda: workload.finished,
     )
     problems: list[str] = []
-    deadline = time.monotonic() + scenario.timeout_s
     try:
         workload.start()
         timeline.start()
         total = workload_spec.records
         _wait(
             lambda: workload.finished and not timeline.is_alive(),
-            deadline,
+            scenario.timeout_s,
             workload,
             total,
             show_progress,
@@ -170,17 +175,16 @@ def execute(
 
 def _wait(
     done: Callable[[], bool],
-    deadline: float,
+    timeout_s: float,
     workload: Workload,
     total: int | None,
     show_progress: bool | None,
 ) -> None:
-    """Poll until done or the deadline, with a progress bar when a person is watching."""
+    """Poll until done or the timeout, with a progress bar when a person is watching."""
     if show_progress is None:
         show_progress = sys.stderr.isatty()
     if not show_progress:
-        while not done() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(done, timeout_s, interval_s=0.1)
         return
     columns = (
         TextColumn("records"),
@@ -190,6 +194,9 @@ def _wait(
     )
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("records", total=total, acked=0)
-        while not done() and time.monotonic() < deadline:
+
+        def advanced() -> bool:
             progress.update(task, completed=workload.settled, acked=workload.acked)
-            time.sleep(0.1)
+            return done()
+
+        wait_until(advanced, timeout_s, interval_s=0.1)

@@ -13,17 +13,9 @@ from confluent_kafka import KafkaException, Producer
 from kio.schema.errors import ErrorCode
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from eoslab.chaos.timeline import (
-    ProducerCrashStep,
-    RefbrokerStep,
-    RunTarget,
-    Step,
-)
-from eoslab.rundir import ANOMALIES, AnomalyName, Expectation
+from eoslab.nemesis.steps import AnyStep
+from eoslab.rundir import DEFAULT_EXPECTATIONS, ERRORS_KEY, AnomalyName, Expectation, LabTarget
 from eoslab.workload.spec import DEFAULT_PRODUCER_CONFIG, WorkloadSpec
-
-DEFAULT_EXPECTATIONS: dict[str, str] = dict.fromkeys(ANOMALIES, "0") | {"indeterminate": ">=0"}
-"""Unless a scenario says otherwise: no anomaly, and indeterminate records are allowed."""
 
 RESERVED_PRODUCER_PROPERTIES = frozenset(
     {"bootstrap.servers", "metadata.broker.list", "stats_cb", "error_cb", "on_delivery", "logger"}
@@ -54,16 +46,18 @@ class Expected(BaseModel):
 
 
 class ScenarioExpected(Expected):
-    on: dict[RunTarget, Expected] = Field(
+    on: dict[LabTarget, Expected] = Field(
         default_factory=dict, description="per-target overrides of anomalies and errors"
     )
 
-    def for_target(self, target: str) -> dict[str, str | dict[str, str]]:
+    def for_target(self, target: LabTarget) -> dict[str, str | dict[str, str]]:
         """run.json's `expected`: every anomaly, defaults filled, target overrides applied."""
-        override = self.on.get(target, Expected())
-        anomalies = DEFAULT_EXPECTATIONS | self.anomalies | override.anomalies
-        errors = self.errors | override.errors
-        return {**anomalies, **({"errors": errors} if errors else {})}
+        override = self.on.get(target) or Expected()
+        anomalies = dict(DEFAULT_EXPECTATIONS)
+        for chosen in (self.anomalies, override.anomalies):
+            anomalies |= {str(name): form for name, form in chosen.items()}
+        errors: dict[str, str] = {**self.errors, **override.errors}
+        return {**anomalies, **({ERRORS_KEY: errors} if errors else {})}
 
 
 class TopicSpec(BaseModel):
@@ -77,14 +71,14 @@ class Scenario(BaseModel):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=40)
     description: str
-    targets: list[RunTarget] = Field(min_length=1)
+    targets: list[LabTarget] = Field(min_length=1)
     seed: int = 0
     topic: TopicSpec = Field(default_factory=TopicSpec)
     producer: ScalarConfig = Field(
         default_factory=dict, description="librdkafka properties over the workload defaults"
     )
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
-    nemesis: list[Step] = Field(default_factory=list)
+    nemesis: list[AnyStep] = Field(default_factory=list)
     expected: ScenarioExpected = Field(default_factory=ScenarioExpected)
     timeout_s: float = Field(120.0, gt=0, le=3600, description="bound on the whole run")
 
@@ -99,26 +93,18 @@ class Scenario(BaseModel):
 
     @model_validator(mode="after")
     def _steps_fit(self) -> Self:
+        targets = tuple(self.targets)
         for index, step in enumerate(self.nemesis):
-            where = f"nemesis.{index}"
-            applies_to = set(step.on or self.targets)
-            if step.on is not None and not applies_to <= set(self.targets):
-                raise ValueError(
-                    f"{where}.on: {sorted(applies_to - set(self.targets))} not among the scenario's targets"
-                )
-            if isinstance(step, RefbrokerStep) and applies_to != {"refbroker"}:
-                raise ValueError(
-                    f"{where}: a refbroker fault needs on: [refbroker] (the scenario also targets kafka)"
-                )
-            if isinstance(step, ProducerCrashStep) and step.producer >= self.workload.producers:
-                raise ValueError(
-                    f"{where}.producer: {step.producer}, but the workload has {self.workload.producers} producer(s)"
-                )
-            partition = getattr(step, "partition", 0)
-            if partition >= self.topic.partitions:
-                raise ValueError(
-                    f"{where}.partition: {partition}, but the topic has {self.topic.partitions} partition(s)"
-                )
+            if step.on is not None and not set(step.on) <= set(targets):
+                extra = sorted(set(step.on) - set(targets))
+                raise ValueError(f"nemesis.{index}.on: {extra} not among the scenario's targets")
+            misfit = step.misfit(
+                targets=targets,
+                producers=self.workload.producers,
+                partitions=self.topic.partitions,
+            )
+            if misfit is not None:
+                raise ValueError(f"nemesis.{index}.{misfit}")
         return self
 
     @property

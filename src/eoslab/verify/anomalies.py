@@ -31,16 +31,15 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
+from eoslab.message import RECORD_FIELDS
 from eoslab.rundir import ANOMALIES
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
 from eoslab.verify.ledger import KEY_STREAM, PARTITION_STREAM, run_rows
 
-LOCATION = ("session_id", "producer", "partition", "offset", "seq", "key", "key_seq")
+LOCATION = (*RECORD_FIELDS, "offset")
 """``offset`` is where the record is; for ``lost`` the offset the broker acknowledged; for a gap
 the offset of the next record of the stream, where the skip shows."""
 
-FOREIGN = "foreign"
-"""Records of other formats or runs: reported and counted, not an anomaly."""
 FOREIGN_COLUMNS = ("partition", "offset", "reason", "value_head")
 
 

@@ -16,13 +16,13 @@ import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from eoslab.rundir import RunDir
+from eoslab.rundir import FOREIGN, RunDir, Verdict, VerdictLinks
 from eoslab.verify import anomalies, metrics, suites
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.spark_session import build_session
 from eoslab.verify.topic_reader import classify, read_raw
-from eoslab.verify.verdict import MAX_EXAMPLES, Verdict, build_verdict, expected_checks, judge
+from eoslab.verify.verdict import MAX_EXAMPLES, build_verdict, expected_checks, judge
 
 
 def _write_table(table: DataFrame, path: Path) -> int:
@@ -66,7 +66,7 @@ def verify_run(
         key_ledger = cache(by_key(ledger))
         tables = {
             **anomalies.derive(ledger, key_ledger),
-            anomalies.FOREIGN: anomalies.foreign(ledger),
+            FOREIGN: anomalies.foreign(ledger),
         }
         counts: dict[str, int] = {}
         examples: dict[str, list[dict[str, Any]]] = {}
@@ -96,14 +96,14 @@ def verify_run(
             scenario=info.scenario,
             target=info.target,
             checks=judge(expected, observed, examples),
-            gx=gx_report.to_json(),
-            links={
-                "anomalies": {name: str(run.anomaly_dir(name)) for name in tables},
-                "metrics": str(run.metrics_json),
-                "data_docs": gx_report.data_docs,
-            },
+            gx=gx_report,
+            links=VerdictLinks(
+                anomalies={name: str(run.anomaly_dir(name)) for name in tables},
+                metrics=str(run.metrics_json),
+                data_docs=gx_report.data_docs,
+            ),
         )
-        run.verdict_json.write_text(json.dumps(verdict.to_json(), indent=2, default=str) + "\n")
+        run.write_verdict(verdict)
         return verdict
     finally:
         for frame in cached:

@@ -10,15 +10,14 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.table import Table
 
+from eoslab.console import console, fail
+from eoslab.rundir import Verdict
 from eoslab.verify.spark_session import DEFAULT_MASTER
-from eoslab.verify.verdict import ExpectationError, Verdict
+from eoslab.verify.verdict import ExpectationError
 
 app = typer.Typer(help="Check a run: anomalies, GX suites, verdict.", no_args_is_help=True)
-console = Console()
-errors = Console(stderr=True)
 
 
 @app.command()
@@ -43,8 +42,7 @@ def verify(
     try:
         verdict = verify_run(run_dir, master=master, bootstrap=bootstrap)
     except (ExpectationError, SuiteFileError, FileNotFoundError, ValidationError) as error:
-        errors.print(f"[bold red]error:[/] {error}", highlight=False)
-        raise typer.Exit(code=2) from error
+        raise fail(error, code=2) from error
     print_verdict(verdict)
     if not verdict.conforms:
         raise typer.Exit(code=1)
@@ -60,9 +58,9 @@ def print_verdict(verdict: Verdict) -> None:
     console.print(table)
     gx = verdict.gx
     console.print(
-        f"GX suites: {'passed' if gx['success'] else 'failed'}"
-        + ("" if gx["agrees_with_anomalies"] else " [red](disagree with the anomaly tables)[/]")
-        + f"; Data Docs: {verdict.links['data_docs']}"
+        f"GX suites: {'passed' if gx.success else 'failed'}"
+        + ("" if gx.agrees_with_anomalies else " [red](disagree with the anomaly tables)[/]")
+        + f"; Data Docs: {verdict.links.data_docs}"
     )
     console.print(
         "[bold green]conforms[/]" if verdict.conforms else "[bold red]does not conform[/]"

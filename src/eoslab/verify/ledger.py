@@ -18,19 +18,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
-RUN_COLUMNS = (
-    "session_id",
-    "producer",
-    "partition",
-    "seq",
-    "key",
-    "key_seq",
-    "offset",
-    "occurrence",
-    "outcome",
-    "acked_offset",
-    "error",
-)
+from eoslab.message import RECORD_FIELDS
+
+RUN_COLUMNS = (*RECORD_FIELDS, "offset", "occurrence", "outcome", "acked_offset", "error")
 LEDGER_COLUMNS = (*RUN_COLUMNS, "reason", "value_head")
 """A row per record in the log (with its history row's outcome, acked offset and error, if any)
 and a row per history entry that never reached the log (``offset`` null). ``outcome`` is null
@@ -55,7 +45,7 @@ def _typed_nulls(frame: DataFrame, columns: tuple[str, ...]) -> list[Column]:
 def build_ledger(classified: DataFrame, history: DataFrame) -> DataFrame:
     """The ledger of a run: ``classified`` rows of the topic and the history, clustered by
     (session, partition) and sorted by (session, partition, seq, offset)."""
-    common = ("session_id", "producer", "partition", "seq", "key", "key_seq")
+    common = RECORD_FIELDS
     run_record = sf.col("reason").isNull()
     log = classified.select(
         # a foreign record may name one of the run's sessions: it must not count as a copy

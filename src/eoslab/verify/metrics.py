@@ -27,6 +27,7 @@ def log_summary(ledger: DataFrame) -> dict[str, int]:
         )
         .first()
     )
+    assert row is not None  # an aggregate without grouping has one row
     return {
         "records": int(row["records"]),
         "partitions_with_records": int(row["partitions"]),
@@ -52,6 +53,7 @@ def history_summary(history: DataFrame) -> dict[str, Any]:
         sf.min("send_ms").alias("first_send_ms"),
         sf.max("ack_ms").alias("last_ack_ms"),
     ).first()
+    assert row is not None  # an aggregate without grouping has one row
     quantiles = row["quantiles"] or [None] * len(LATENCY_QUANTILES)
     latency: dict[str, float | None] = dict(zip(LATENCY_QUANTILES, quantiles, strict=True))
     latency["max"] = row["max"]

@@ -18,8 +18,7 @@ import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from eoslab.message import MessageFormatError, decode
-from eoslab.rundir import ANOMALIES, Outcome, RunDir
-from eoslab.verify.anomalies import FOREIGN
+from eoslab.rundir import ANOMALIES, FOREIGN, Outcome, RunDir
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
 
 BATCH = 10_000
@@ -71,16 +70,18 @@ def read_log(
             for message in consumer.consume(BATCH, timeout=1.0):
                 if message.error():
                     raise KafkaException(message.error())
-                partition, offset = message.partition(), message.offset()
-                if partition not in ends or offset >= ends[partition]:
+                where, offset = message.partition(), message.offset()
+                if where is None or offset is None:
                     continue
-                if offset == ends[partition] - 1:
-                    del ends[partition]
-                record = _run_record(message.key(), message.value(), partition, offset, run_id)
+                if where not in ends or offset >= ends[where]:
+                    continue
+                if offset == ends[where] - 1:
+                    del ends[where]
+                record = _run_record(message.key(), message.value(), where, offset, run_id)
                 if record is None:
                     foreign += 1
                 else:
-                    by_partition[partition].append(record)
+                    by_partition[where].append(record)
         return [r for p in sorted(by_partition) for r in by_partition[p]], foreign
     finally:
         consumer.close()
@@ -138,14 +139,14 @@ def count_anomalies(
         identity = (r.session_id, r.partition, r.seq)
         copies[identity] += 1
         key_copies[(r.session_id, r.key, r.key_seq)] += 1
-        outcome = outcome_of.get(identity)
-        if outcome is None:
+        known = outcome_of.get(identity)
+        if known is None:
             counts["phantom"] += 1
             continue
         present[(r.session_id, r.partition)].add(r.seq)
         key_present[(r.session_id, r.key)].add(r.key_seq)
         if copies[identity] == 1:
-            counts["indeterminate"] += outcome in NOT_ACKED_OUTCOMES
+            counts["indeterminate"] += known in NOT_ACKED_OUTCOMES
             stream = (r.session_id, r.partition)
             counts["reorder"] += r.seq < highest.get(stream, -1)
             highest[stream] = max(highest.get(stream, -1), r.seq)

@@ -12,13 +12,23 @@ import os
 
 from pyspark.sql import SparkSession
 
-from eoslab.paths import spark_jars
+from eoslab.settings import HOST, spark_jars
 
 DEFAULT_MASTER = "local[2]"
 SHUFFLE_PARTITIONS = 16
 DRIVER_MEMORY = "4g"
 """Local mode runs the executors inside the driver: millions of records are cached there."""
 APP_NAME = "eoslab-verify"
+SESSION_CONF: dict[str, str] = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
+    "spark.default.parallelism": str(SHUFFLE_PARTITIONS),
+    "spark.driver.host": HOST,
+    "spark.driver.bindAddress": HOST,
+    "spark.sql.session.timeZone": "UTC",
+}
+"""Every checker session's settings, whether built here or passed to spark-submit."""
 
 
 def kafka_jars() -> list[str]:
@@ -38,19 +48,13 @@ def build_session(master: str | None = None) -> SparkSession:
     """The session the checker runs in (an already running one is reused with these settings).
 
     ``master`` defaults to spark-submit's under spark-submit, else to ``local[2]``."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # read when the JVM starts
+    os.environ.setdefault("SPARK_LOCAL_IP", HOST)  # read when the JVM starts
     builder = SparkSession.builder.appName(APP_NAME)
     if master or not under_spark_submit():
         builder = builder.master(master or DEFAULT_MASTER)
-    return (
-        builder.config("spark.jars", ",".join(kafka_jars()))
-        .config("spark.driver.memory", DRIVER_MEMORY)
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
-        .config("spark.default.parallelism", str(SHUFFLE_PARTITIONS))
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
+    builder = builder.config("spark.jars", ",".join(kafka_jars())).config(
+        "spark.driver.memory", DRIVER_MEMORY
     )
+    for key, value in SESSION_CONF.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -28,7 +28,8 @@ import great_expectations as gx
 from great_expectations.data_context.types.base import ProgressBarsConfig
 from pyspark.sql import DataFrame
 
-from eoslab.paths import project_root
+from eoslab.rundir import ExpectationOutcome, GxOutcome, SuiteOutcome
+from eoslab.settings import project_root
 
 SUITE_NAMES = ("exactly_once", "partition_order", "key_order")
 ASSETS = ("ledger", "key_ledger")
@@ -96,29 +97,6 @@ def load_suites(directory: Path | None = None) -> list[SuiteFile]:
     return [SuiteFile.load(directory / f"{name}.json") for name in SUITE_NAMES]
 
 
-@dataclass(frozen=True)
-class ExpectationOutcome:
-    suite: str
-    type: str
-    check: str
-    success: bool
-    unexpected: int | None
-    anomalies: list[str]
-    agrees: bool
-
-
-@dataclass(frozen=True)
-class GxReport:
-    success: bool
-    agrees_with_anomalies: bool
-    suites: dict[str, dict[str, Any]]
-    expectations: list[ExpectationOutcome]
-    data_docs: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def _unexpected(result: Mapping[str, Any]) -> int | None:
     """How many rows broke an expectation (map expectations count, query ones observe)."""
     for field in ("unexpected_count", "observed_value"):
@@ -133,7 +111,7 @@ def validate(
     checker_dir: Path,
     anomaly_counts: Mapping[str, int],
     suites: list[SuiteFile] | None = None,
-) -> GxReport:
+) -> GxOutcome:
     """Validate every suite against its asset among ``frames`` (by the names of
     :data:`ASSETS`) in a GX file context under ``checker_dir/gx/`` and build its Data Docs."""
     suites = suites if suites is not None else load_suites()
@@ -163,12 +141,14 @@ def validate(
     context.build_data_docs()
     versions = {suite.name: suite.version for suite in suites}
     outcomes: list[ExpectationOutcome] = []
-    summary: dict[str, dict[str, Any]] = {}
+    summary: dict[str, SuiteOutcome] = {}
     for suite_result in suite_results:
         name = suite_result.suite_name
-        summary[name] = {"version": versions[name], "success": bool(suite_result.success)}
+        summary[name] = SuiteOutcome(version=versions[name], success=bool(suite_result.success))
         for result in suite_result.results:
             config = result.expectation_config
+            if config is None:
+                raise SuiteFileError(f"suite {name}: a result without its expectation")
             meta = config.meta or {}
             anomalies = list(meta.get("anomalies", []))
             success = bool(result.success)
@@ -183,7 +163,7 @@ def validate(
                     agrees=success == all(anomaly_counts.get(a, 0) == 0 for a in anomalies),
                 )
             )
-    return GxReport(
+    return GxOutcome(
         success=all(bool(r.success) for r in suite_results),
         agrees_with_anomalies=all(o.agrees for o in outcomes),
         suites=summary,

@@ -12,17 +12,9 @@ import json
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
-from eoslab.message import FIELD_INDEX, FIELDS, FORMAT_TAG, SEPARATOR
+from eoslab.message import FIELD_INDEX, FIELDS, FORMAT_TAG, RECORD_FIELDS, SEPARATOR
 
-RECORD_COLUMNS = (
-    "session_id",
-    "producer",
-    "partition",
-    "offset",
-    "seq",
-    "key",
-    "key_seq",
-)
+RECORD_COLUMNS = (*RECORD_FIELDS, "offset")
 """A run record: who sent it and its sequences (from the value), where it is (Kafka)."""
 
 FETCH_BYTES = 16 * 1024 * 1024
@@ -89,5 +81,9 @@ def classify(raw: DataFrame, run_id: str) -> DataFrame:
     return parsed.withColumn("reason", reason).select(
         *RECORD_COLUMNS,
         "reason",
-        sf.when(sf.col("reason").isNotNull(), sf.substring("text", 1, 80)).alias("value_head"),
+        # a foreign value may be any bytes: valid UTF-8 (U+FFFD for the rest), so every Parquet
+        # reader can read the table
+        sf.when(
+            sf.col("reason").isNotNull(), sf.substring(sf.make_valid_utf8("text"), 1, 80)
+        ).alias("value_head"),
     )

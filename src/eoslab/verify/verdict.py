@@ -11,18 +11,19 @@ checked against the history's error counts, as checks named ``errors.<NAME>``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eoslab.rundir import ANOMALIES, EXPECTATION_FORMS
-from eoslab.verify.anomalies import FOREIGN
+from eoslab.clock import now_ms
+from eoslab.rundir import (
+    DEFAULT_EXPECTATIONS,
+    ERRORS_KEY,
+    EXPECTATION_FORMS,
+    Check,
+    GxOutcome,
+    Verdict,
+    VerdictLinks,
+)
 
-DEFAULT_EXPECTED: dict[str, str] = {
-    **dict.fromkeys(ANOMALIES, "0"),
-    "indeterminate": ">=0",
-    FOREIGN: "any",
-}
-ERRORS_KEY = "errors"
 MAX_EXAMPLES = 5
 
 
@@ -45,14 +46,14 @@ def expected_checks(expected: Mapping[str, str | Mapping[str, str]]) -> dict[str
     """Every check's expectation: the defaults overlaid with the scenario's, errors flattened to
     ``errors.<NAME>``. Raises :class:`ExpectationError` on an unknown name or form, before any
     work is done."""
-    checks = dict(DEFAULT_EXPECTED)
+    checks = dict(DEFAULT_EXPECTATIONS)
     for name, expectation in expected.items():
         if name == ERRORS_KEY and isinstance(expectation, Mapping):
             pairs = [(f"{ERRORS_KEY}.{error}", form) for error, form in expectation.items()]
-        elif name in DEFAULT_EXPECTED and isinstance(expectation, str):
+        elif name in DEFAULT_EXPECTATIONS and isinstance(expectation, str):
             pairs = [(name, expectation)]
         else:
-            known = ", ".join((*DEFAULT_EXPECTED, ERRORS_KEY))
+            known = ", ".join((*DEFAULT_EXPECTATIONS, ERRORS_KEY))
             raise ExpectationError(f"unknown check {name!r} in expected; known: {known}")
         for check, form in pairs:
             if form not in EXPECTATION_FORMS:
@@ -61,32 +62,6 @@ def expected_checks(expected: Mapping[str, str | Mapping[str, str]]) -> dict[str
                 )
             checks[check] = form
     return checks
-
-
-@dataclass(frozen=True)
-class Check:
-    """One observed count against its expectation, with a few rows to look at."""
-
-    name: str
-    expected: str
-    observed: int
-    conforms: bool
-    examples: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    run_id: str
-    scenario: str
-    target: str
-    conforms: bool
-    checks: list[Check]
-    mismatches: list[Check]
-    gx: dict[str, Any]
-    links: dict[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def judge(
@@ -117,8 +92,8 @@ def build_verdict(
     scenario: str,
     target: str,
     checks: list[Check],
-    gx: dict[str, Any],
-    links: dict[str, Any],
+    gx: GxOutcome,
+    links: VerdictLinks,
 ) -> Verdict:
     """The run conforms when every check does; the mismatches are repeated (with their
     examples) at the top so that a reader sees first what went wrong."""
@@ -128,6 +103,7 @@ def build_verdict(
         scenario=scenario,
         target=target,
         conforms=not mismatches,
+        checked_ms=now_ms(),
         checks=checks,
         mismatches=mismatches,
         gx=gx,

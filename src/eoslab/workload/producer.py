@@ -24,7 +24,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from pydantic import BaseModel, ConfigDict
 
 from eoslab import message as wire
-from eoslab.rundir import Outcome, RunDir, now_ms
+from eoslab.clock import now_ms
+from eoslab.rundir import Outcome, RunDir
 from eoslab.workload.ledger import HistoryWriter, SendJournal
 from eoslab.workload.outcomes import outcome_of
 from eoslab.workload.plan import KeySpace, PlannedRecord, RecordStream

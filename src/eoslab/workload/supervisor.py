@@ -18,7 +18,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from eoslab.rundir import RunDir, SessionInfo, now_ms
+from eoslab.clock import now_ms, wait_until
+from eoslab.rundir import RunDir, SessionInfo
 from eoslab.workload.ledger import read_journal, settle_killed_session
 from eoslab.workload.producer import SessionSpec
 from eoslab.workload.spec import WorkloadSpec
@@ -108,12 +109,7 @@ class Workload:
 
     def wait(self, timeout_s: float, poll_s: float = 0.1) -> bool:
         """Until every session has exited (True) or the timeout (False)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.finished:
-                return True
-            time.sleep(poll_s)
-        return self.finished
+        return bool(wait_until(lambda: self.finished, timeout_s, poll_s))
 
     # ---------------------------------------------------------------- views
     @property

@@ -102,7 +102,7 @@ class FetchHandler(ApiHandler):
         response_type = ctx.response_type
         topic_type = nested(response_type, "FetchableTopicResponse")
         partition_type = nested(response_type, "PartitionData")
-        topics = tuple(
+        topics: tuple[object, ...] = tuple(
             build(
                 topic_type,
                 topic=topic.topic,

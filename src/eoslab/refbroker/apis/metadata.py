@@ -36,7 +36,7 @@ class MetadataHandler(ApiHandler):
                         broker.maybe_auto_create(name)
         partitions = broker.storage.topics()
         topic_type = nested(ctx.response_type, "MetadataResponseTopic")
-        topics = []
+        topics: list[object] = []
         for name, topic_id in wanted:
             if name is None:
                 known_id = topic_id not in (None, NO_TOPIC_ID)
@@ -45,7 +45,7 @@ class MetadataHandler(ApiHandler):
                 error = (
                     ErrorCode.none if name in partitions else ErrorCode.unknown_topic_or_partition
                 )
-            count = partitions.get(name, 0) if error is ErrorCode.none else 0
+            count = partitions[name] if name is not None and error is ErrorCode.none else 0
             topics.append(
                 build(
                     topic_type,
@@ -61,7 +61,7 @@ class MetadataHandler(ApiHandler):
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
         topic_type = nested(ctx.response_type, "MetadataResponseTopic")
         names = [t.name for t in request.topics or ()]
-        topics = tuple(
+        topics: tuple[object, ...] = tuple(
             build(topic_type, error_code=error, name=n, topic_id=NO_TOPIC_ID, partitions=())
             for n in names
         )

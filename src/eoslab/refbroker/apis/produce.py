@@ -6,8 +6,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from eoslab.clock import now_ms
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
-from eoslab.refbroker.broker import now_ms
 from eoslab.refbroker.log_manager import UnknownTopicOrPartitionError
 from eoslab.refbroker.partition_log import AppendResult
 from eoslab.refbroker.protocol import build, nested

@@ -70,7 +70,7 @@ class DescribeProducersHandler(ApiHandler):
                 views = ctx.broker.storage.partition(topic, index).active_producers()
             except UnknownTopicOrPartitionError:
                 return {"error_code": ErrorCode.unknown_topic_or_partition}
-            rows = tuple(
+            rows: tuple[object, ...] = tuple(
                 build(
                     state_type,
                     producer_id=v.producer_id,

@@ -110,7 +110,7 @@ class DeleteTopicsHandler(ApiHandler):
 
     async def handle(self, request: Any, ctx: RequestContext) -> object | None:
         names = _requested_names(request)
-        outcomes = []
+        outcomes: list[tuple[str | None, uuid.UUID, ErrorCode]] = []
         for name, topic_id in names:
             if name is None:
                 outcomes.append((name, topic_id, ErrorCode.unknown_topic_id))

@@ -1,0 +1,114 @@
+"""What the lab asks of a cluster through librdkafka's admin client: create a topic, find a
+partition's leader, list the brokers. One place for the workload, the nemesis, the probe,
+the runtime's health checks and the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from eoslab.clock import wait_until
+
+TOPIC_READY_TIMEOUT_S = 60.0
+LEADER_LOOKUP_TIMEOUT_S = 30.0
+
+
+class LeaderLookupError(RuntimeError):
+    """A partition that has no leader within the lookup's bound."""
+
+
+def admin_client(bootstrap: str, timeout_ms: int = 5000) -> AdminClient:
+    """A quiet admin client whose every request is bounded by ``timeout_ms``."""
+    return AdminClient(
+        {
+            "bootstrap.servers": bootstrap,
+            "socket.timeout.ms": timeout_ms,
+            "socket.connection.setup.timeout.ms": timeout_ms,
+            "log_level": 0,
+        }
+    )
+
+
+def metadata_brokers(bootstrap: str, timeout_s: float = 3.0) -> set[int]:
+    """Broker ids in a metadata response obtained through ``bootstrap``; empty when unreachable."""
+    try:
+        return set(admin_client(bootstrap).list_topics(timeout=timeout_s).brokers)
+    except KafkaException:
+        return set()
+
+
+@dataclass(frozen=True)
+class Leader:
+    """A partition's leader as its metadata advertises it."""
+
+    broker_id: int
+    host: str
+    port: int
+
+
+def find_leader(
+    bootstrap: str, topic: str, partition: int, timeout_s: float = LEADER_LOOKUP_TIMEOUT_S
+) -> Leader:
+    """The leader of ``topic[partition]``, polled until metadata names one (a new topic, an
+    election); raises :class:`LeaderLookupError` after ``timeout_s``."""
+    client = admin_client(bootstrap)
+    problem = ["no answer"]
+
+    def lookup() -> Leader | None:
+        try:
+            metadata = client.list_topics(topic, timeout=5)
+        except KafkaException as error:
+            problem[0] = str(error)
+            return None
+        described = metadata.topics.get(topic)
+        if described is None or described.error is not None:
+            problem[0] = f"topic {topic}: {described.error if described else 'unknown'}"
+            return None
+        found = described.partitions.get(partition)
+        if found is None or found.leader < 0 or found.leader not in metadata.brokers:
+            problem[0] = f"{topic}[{partition}] has no leader yet"
+            return None
+        broker = metadata.brokers[found.leader]
+        return Leader(found.leader, str(broker.host), int(broker.port))
+
+    leader = wait_until(lookup, timeout_s, interval_s=0.2)
+    if leader is None:
+        raise LeaderLookupError(
+            f"no leader for {topic}[{partition}] after {timeout_s:.0f} s: {problem[0]}"
+        )
+    return leader
+
+
+def leader_of(bootstrap: str, topic: str, partition: int) -> int:
+    """The broker id leading ``topic[partition]`` now."""
+    return find_leader(bootstrap, topic, partition).broker_id
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, replication: int) -> None:
+    """Create a topic (an existing one is fine) and wait until every partition has a leader."""
+    client = admin_client(bootstrap, timeout_ms=30_000)
+    futures = client.create_topics([NewTopic(topic, partitions, replication)], operation_timeout=30)
+    try:
+        futures[topic].result(timeout=TOPIC_READY_TIMEOUT_S)
+    except KafkaException as error:
+        if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+    def ready() -> bool:
+        try:
+            described = client.list_topics(topic, timeout=10).topics.get(topic)
+        except KafkaException:
+            return False
+        return bool(
+            described
+            and described.error is None
+            and len(described.partitions) == partitions
+            and all(p.leader >= 0 for p in described.partitions.values())
+        )
+
+    if not wait_until(ready, TOPIC_READY_TIMEOUT_S, interval_s=0.2):
+        raise TimeoutError(
+            f"topic {topic} has no leader for every partition after {TOPIC_READY_TIMEOUT_S:.0f} s"
+        )

@@ -1,1 +1,0 @@
-"""Nemesis: the Kafka-aware chaos proxy, process faults and fault timelines."""

@@ -1,0 +1,35 @@
+"""What every `eoslab` command prints with, and the options they share: one place for the
+console, the error line, `--json` and `--runtime`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from eoslab.settings import RUNTIME, RUNTIMES
+
+console = Console()
+errors = Console(stderr=True)
+
+RuntimeOption = Annotated[
+    str,
+    typer.Option("--runtime", envvar=RUNTIME, help=f"Where the lab runs: {' or '.join(RUNTIMES)}."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def fail(problem: Exception | str, code: int = 1) -> typer.Exit:
+    """Print ``error: <problem>`` on stderr; the exit to raise."""
+    errors.print(f"[bold red]error:[/] {problem}", highlight=False)
+    return typer.Exit(code=code)
+
+
+def identifier_column(table: Table, header: str, values: list[str]) -> None:
+    """A column of names a script may read back: never shortened nor wrapped, whatever the
+    terminal's width (the other columns give way)."""
+    table.add_column(
+        header, no_wrap=True, min_width=max((len(v) for v in (header, *values)), default=1)
+    )

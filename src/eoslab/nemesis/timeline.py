@@ -1,0 +1,148 @@
+"""Fault timelines: when each step starts and ends, and the thread that plays them.
+
+A scenario lists steps (`steps/`). Each starts at an offset (``at``: seconds from the
+workload's start, or ``after_acked``: once that many records are acknowledged), optionally
+shifted by a seeded ``jitter``, and steps that end have a ``duration`` (or an ``until``
+offset). Targets are a service (``kafka-2``, ``refbroker``), ``random-broker`` (a seeded pick)
+or ``leader`` (the current leader of ``partition``, looked up when the step starts).
+
+:func:`resolve` turns the steps into :class:`ResolvedStep` s for one target and seed, with
+every random choice made: the same scenario and seed give the same timeline.
+:class:`TimelineRunner` then plays them beside the workload, on a clock it is given.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from eoslab.nemesis.steps import AnyStep
+from eoslab.nemesis.steps.base import LEADER, RANDOM_BROKER
+from eoslab.rundir import LabTarget
+from eoslab.runtime.topology import REFBROKER_SERVICE, brokers_of
+
+
+class ResolvedStep(BaseModel):
+    """One step for one run: trigger and end fixed, random choices made."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    kind: str
+    at_s: float | None
+    after_acked: int | None
+    duration_s: float | None
+    target: str | None
+    """A service name, "leader" (looked up at start), "*" (every proxy route) or None."""
+    step: AnyStep
+
+
+def resolve(steps: Sequence[AnyStep], target: LabTarget, seed: int) -> list[ResolvedStep]:
+    """The steps that apply to ``target``, with jitter and random targets drawn from ``seed``."""
+    rng = random.Random(f"timeline:{seed}:{target}")
+    resolved = []
+    for index, step in enumerate(steps):
+        shift = rng.uniform(0.0, step.jitter) if step.jitter else 0.0
+        pick = rng.choice(brokers_of(target))
+        if step.on is not None and target not in step.on:
+            continue
+        service = step.service_target
+        if service == RANDOM_BROKER:
+            service = pick
+        elif service == LEADER and target == "refbroker":
+            service = REFBROKER_SERVICE
+        resolved.append(
+            ResolvedStep(
+                index=index,
+                kind=step.kind,
+                at_s=None if step.at is None else round(step.at + shift, 3),
+                after_acked=step.after_acked,
+                duration_s=step.length_s,
+                target=service,
+                step=step,
+            )
+        )
+    return resolved
+
+
+class StepExecutor(Protocol):
+    """What plays a step (the nemesis): start it, end it (steps with a duration only), or
+    note that it never ran."""
+
+    def start(self, step: ResolvedStep) -> None: ...
+    def end(self, step: ResolvedStep) -> None: ...
+    def skip(self, step: ResolvedStep, reason: str) -> None: ...
+
+
+class TimelineRunner(threading.Thread):
+    """Plays resolved steps beside the workload: starts each at its trigger, ends it after its
+    duration. Steps whose trigger has not come when the workload is done are skipped.
+
+    :meth:`tick` does one round at a given time, so the timeline can be driven by a fake clock;
+    the thread calls it every ``tick_s`` on ``clock``."""
+
+    def __init__(
+        self,
+        steps: list[ResolvedStep],
+        executor: StepExecutor,
+        *,
+        acked: Callable[[], int],
+        workload_done: Callable[[], bool],
+        tick_s: float = 0.02,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(name="nemesis-timeline", daemon=True)
+        self._pending = list(steps)
+        self._active: list[tuple[float, ResolvedStep]] = []
+        self._executor = executor
+        self._acked = acked
+        self._workload_done = workload_done
+        self._tick_s = tick_s
+        self._clock = clock
+        self._origin: float | None = None
+        self._stop_requested = threading.Event()
+        self.error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return not (self._pending or self._active)
+
+    def stop(self) -> None:
+        self._stop_requested.set()
+
+    def run(self) -> None:
+        try:
+            while not self.done and not self._stop_requested.is_set():
+                self.tick(self._clock())
+                self._stop_requested.wait(self._tick_s)
+        except BaseException as error:  # reported by the run executor, which heals
+            self.error = error
+
+    def tick(self, now: float) -> None:
+        """Start the steps due at ``now``, skip the pending ones once the workload is done, end
+        the active ones whose time has come."""
+        if self._origin is None:
+            self._origin = now
+        elapsed = now - self._origin
+        for step in [s for s in self._pending if self._due(s, elapsed)]:
+            self._pending.remove(step)
+            self._executor.start(step)
+            if step.duration_s is not None:  # the fault lasts from when it is in place
+                self._active.append((self._clock() + step.duration_s, step))
+        if self._pending and self._workload_done():
+            for step in self._pending:
+                self._executor.skip(step, "the workload finished before its trigger")
+            self._pending.clear()
+        for moment, step in [a for a in self._active if a[0] <= now]:
+            self._active.remove((moment, step))
+            self._executor.end(step)
+
+    def _due(self, step: ResolvedStep, elapsed_s: float) -> bool:
+        if step.at_s is not None:
+            return elapsed_s >= step.at_s
+        return step.after_acked is not None and self._acked() >= step.after_acked

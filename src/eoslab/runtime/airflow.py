@@ -1,0 +1,149 @@
+"""The lab's Airflow: one AIRFLOW_HOME, configured entirely through the environment.
+
+Every Airflow process of a lab (the API server, scheduler, DAG processor, triggerer, and an
+`airflow dags test` run by `make lab` or a test) gets the same environment from
+:meth:`AirflowHome.environment`, so they share one SQLite database, one JWT secret (the
+scheduler's task tokens must be valid at the API server) and one generated admin password.
+
+Nothing listens beyond loopback: the API server binds 127.0.0.1, and the components run with
+``--skip-serve-logs`` (Airflow's log servers bind every interface and have no host setting;
+with the LocalExecutor the API server reads the task logs from the shared folder anyway).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+
+from eoslab import settings
+from eoslab.settings import project_root
+
+ADMIN_USER = "admin"
+SIMPLE_AUTH_MANAGER = (
+    "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+)
+LOCAL_SPARK = '{"conn_type": "spark", "host": "local[2]"}'
+"""``spark_default`` unless the user sets AIRFLOW_CONN_SPARK_DEFAULT (a cluster, say)."""
+MIGRATE_TIMEOUT_S = 300.0
+LAB_POOL = "eoslab_lab"
+"""One slot: scenario runs of every DAG take turns, since they share the lab (one run's
+nemesis would break another's records)."""
+
+
+class AirflowSetupError(RuntimeError):
+    """The Airflow home could not be prepared (database migration or pool set-up failed)."""
+
+
+def venv_bin() -> Path:
+    """The virtualenv's bin folder: `airflow` and `spark-submit` are found there first."""
+    return Path(sys.executable).parent
+
+
+@dataclass(frozen=True)
+class AirflowHome:
+    """AIRFLOW_HOME (``home``) and where the lab it drives lives."""
+
+    home: Path
+    api_port: int
+    lab_dir: Path
+    port_offset: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def password_file(self) -> Path:
+        """The simple auth manager's own file format: {"admin": "<password>"}."""
+        return self.home / "passwords.json"
+
+    @property
+    def _secret_file(self) -> Path:
+        return self.home / "jwt_secret"
+
+    @property
+    def _prepared_stamp(self) -> Path:
+        return self.home / f".migrated-{version('apache-airflow')}"
+
+    @property
+    def _shown_stamp(self) -> Path:
+        return self.home / ".password-shown"
+
+    def password(self) -> str:
+        return json.loads(self.password_file.read_text())[ADMIN_USER]
+
+    def environment(self) -> dict[str, str]:
+        """The variables every Airflow process of this lab runs with (on top of os.environ)."""
+        return {
+            "AIRFLOW_HOME": str(self.home),
+            "PATH": f"{venv_bin()}{os.pathsep}{os.environ.get('PATH', '')}",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(project_root() / "dags"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.password_file),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(self.api_port),
+            "AIRFLOW__API__BASE_URL": self.url,
+            "AIRFLOW__API__WORKERS": "1",
+            "AIRFLOW__API_AUTH__JWT_SECRET": self._secret_file.read_text().strip(),
+            "AIRFLOW_CONN_SPARK_DEFAULT": os.environ.get("AIRFLOW_CONN_SPARK_DEFAULT", LOCAL_SPARK),
+            settings.HOME: str(project_root()),
+            settings.LAB_DIR: str(self.lab_dir),
+            settings.PORT_OFFSET: str(self.port_offset),
+        }
+
+    def prepare(self) -> AirflowHome:
+        """Create the home, its secret and admin password once, and migrate the database once
+        per Airflow version. Cheap when already done, so every component may call it."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        for path, value in (
+            (self._secret_file, secrets.token_urlsafe(32)),
+            (self.password_file, json.dumps({ADMIN_USER: secrets.token_urlsafe(12)})),
+        ):
+            if not path.exists():
+                path.write_text(value + "\n")
+                path.chmod(0o600)
+        if not self._prepared_stamp.exists():
+            self._airflow("db", "migrate")
+            self._airflow("pools", "set", LAB_POOL, "1", "scenario runs take turns on the lab")
+            self._prepared_stamp.touch()
+        return self
+
+    def _airflow(self, *args: str) -> None:
+        command = f"`airflow {' '.join(args[:2])}` in {self.home}"
+        try:
+            done = subprocess.run(
+                [str(venv_bin() / "airflow"), *args],
+                env={**os.environ, **self.environment()},
+                capture_output=True,
+                text=True,
+                timeout=MIGRATE_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as error:
+            raise AirflowSetupError(f"{command} took over {MIGRATE_TIMEOUT_S:.0f} s") from error
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).splitlines()[-25:])
+            raise AirflowSetupError(f"{command} failed:\n{tail}")
+
+    def login_banner(self) -> str:
+        """How to log in: the password itself the first time it is shown, then where it is."""
+        if self._shown_stamp.exists():
+            return f"Airflow: {self.url}  user {ADMIN_USER}, password in {self.password_file}"
+        self._shown_stamp.touch()
+        return (
+            f"Airflow: {self.url}  user {ADMIN_USER}  password {self.password()}"
+            f"  (shown once; kept in {self.password_file})"
+        )

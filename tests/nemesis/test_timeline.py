@@ -1,0 +1,127 @@
+"""Timelines: resolution is a pure function of scenario and seed; the runner plays steps in order."""
+
+from __future__ import annotations
+
+from eoslab.nemesis.timeline import ResolvedStep, TimelineRunner, resolve
+from eoslab.scenarios.catalogue import parse_scenario
+
+JITTERY = {
+    "name": "jittery",
+    "description": "random targets and jitter",
+    "targets": ["kafka", "refbroker"],
+    "nemesis": [
+        {"kind": "kill", "at": 1, "jitter": 5, "target": "random-broker", "duration": 1},
+        {"kind": "pause", "at": 2, "jitter": 5, "target": "random-broker", "duration": 1},
+        {"kind": "proxy", "after_acked": 10, "target": "leader", "fault": {"kind": "blackhole"}},
+        {"kind": "restart", "at": 3, "target": "kafka-2", "on": ["kafka"]},
+    ],
+}
+
+
+def test_the_same_scenario_and_seed_resolve_to_the_same_timeline() -> None:
+    first = resolve(parse_scenario(JITTERY, "a").nemesis, "kafka", seed=42)
+    second = resolve(parse_scenario(JITTERY, "b").nemesis, "kafka", seed=42)
+    assert first == second
+    assert len(first) == 4
+    assert first[0].at_s is not None
+    assert 1 <= first[0].at_s < 6
+    assert first[0].target in {"kafka-1", "kafka-2", "kafka-3"}
+
+
+def test_another_seed_draws_other_times() -> None:
+    steps = parse_scenario(JITTERY, "a").nemesis
+    draws = {tuple(s.at_s for s in resolve(steps, "kafka", seed)) for seed in range(5)}
+    assert len(draws) == 5
+
+
+def test_steps_for_another_target_are_left_out_and_the_leader_is_the_refbroker() -> None:
+    resolved = resolve(parse_scenario(JITTERY, "a").nemesis, "refbroker", seed=1)
+    assert [s.kind for s in resolved] == ["kill", "pause", "proxy"]
+    assert {s.target for s in resolved} == {"refbroker"}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+
+    def start(self, step: ResolvedStep) -> None:
+        self.events.append(("start", step.index))
+
+    def end(self, step: ResolvedStep) -> None:
+        self.events.append(("end", step.index))
+
+    def skip(self, step: ResolvedStep, reason: str) -> None:
+        self.events.append(("skip", step.index))
+
+
+def test_the_runner_starts_ends_and_skips_on_its_clock() -> None:
+    scenario = parse_scenario(
+        {
+            "name": "order",
+            "description": "d",
+            "targets": ["kafka"],
+            "nemesis": [
+                {"kind": "pause", "at": 1.0, "target": "kafka-1", "duration": 2.0},
+                {"kind": "restart", "after_acked": 5, "target": "kafka-2"},
+                {"kind": "restart", "after_acked": 10_000, "target": "kafka-3"},
+            ],
+        },
+        "order",
+    )
+    now = [100.0]
+    acked = [0]
+    recorder = Recorder()
+    runner = TimelineRunner(
+        resolve(scenario.nemesis, "kafka", 0),
+        recorder,
+        acked=lambda: acked[0],
+        workload_done=lambda: acked[0] >= 6,
+        clock=lambda: now[0],
+    )
+    runner.tick(now[0])
+    assert recorder.events == []
+    now[0] = 100.99
+    runner.tick(now[0])
+    assert recorder.events == []
+    now[0] = 101.0
+    runner.tick(now[0])
+    assert recorder.events == [("start", 0)]
+    acked[0] = 5
+    runner.tick(now[0])
+    assert recorder.events[-1] == ("start", 1)
+    acked[0] = 6  # the workload is done: the last trigger will never come
+    runner.tick(now[0])
+    assert recorder.events[-1] == ("skip", 2)
+    now[0] = 102.99
+    runner.tick(now[0])
+    assert ("end", 0) not in recorder.events
+    assert not runner.done
+    now[0] = 103.0
+    runner.tick(now[0])
+    assert recorder.events[-1] == ("end", 0)
+    assert runner.done
+
+
+def test_the_runner_thread_plays_the_same_timeline_and_stops_by_itself() -> None:
+    scenario = parse_scenario(
+        {
+            "name": "thread",
+            "description": "d",
+            "targets": ["kafka"],
+            "nemesis": [{"kind": "restart", "at": 0, "target": "kafka-2"}],
+        },
+        "thread",
+    )
+    recorder = Recorder()
+    runner = TimelineRunner(
+        resolve(scenario.nemesis, "kafka", 0),
+        recorder,
+        acked=lambda: 0,
+        workload_done=lambda: False,
+        tick_s=0.001,
+    )
+    runner.start()
+    runner.join(timeout=30)
+    assert not runner.is_alive()
+    assert runner.error is None
+    assert recorder.events == [("start", 0)]

@@ -1,0 +1,186 @@
+"""Which frames a fault selects and fires on, and what the verdict does; with a fake clock."""
+
+import pytest
+
+from eoslab.proxy.fault_spec import Direction
+from eoslab.proxy.faults import FaultTable, FrameContext
+
+ROUTES = ("kafka-1", "kafka-2")
+PRODUCE, METADATA = 0, 3
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def frame(
+    correlation_id: int = 1,
+    route: str = "kafka-1",
+    direction: Direction = Direction.RESPONSE,
+    api_key: int = PRODUCE,
+    size: int = 100,
+) -> FrameContext:
+    return FrameContext(route, direction, api_key, 9, correlation_id, size)
+
+
+def verdicts(table: FaultTable, frames: list[FrameContext]) -> list[int]:
+    """Correlation ids of the frames on which some fault fired."""
+    return [
+        item.correlation_id
+        for item in frames
+        if table.judge(item, table.for_route(item.route)) is not None
+    ]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def table(clock: FakeClock) -> FaultTable:
+    return FaultTable(ROUTES, seed=42, clock=clock)
+
+
+def test_selection_by_route_api_and_direction(table: FaultTable) -> None:
+    table.add({"kind": "drop-response", "route": "kafka-2", "api": "Produce"})
+
+    assert table.for_route("kafka-1") == ()
+    assert verdicts(
+        table,
+        [
+            frame(1, route="kafka-2"),
+            frame(2, route="kafka-2", api_key=METADATA),
+            frame(3, route="kafka-2", direction=Direction.REQUEST),
+            frame(4, route="kafka-2"),
+        ],
+    ) == [1, 4]
+
+
+def test_count_fires_on_the_next_n_matching_frames_only(table: FaultTable) -> None:
+    fault = table.add({"kind": "drop-request", "api": "Produce", "count": 2})
+    requests = [frame(i, direction=Direction.REQUEST, api_key=i % 2 * METADATA) for i in range(8)]
+
+    assert verdicts(table, requests) == [0, 2]
+    assert (fault.matched, fault.injected, fault.exhausted) == (4, 2, True)
+
+
+def test_same_seed_and_frames_give_the_same_injections(clock: FakeClock) -> None:
+    frames = [frame(i) for i in range(200)]
+    spec = {"kind": "drop-response", "probability": 0.3}
+
+    def run(seed: int) -> list[int]:
+        table = FaultTable(ROUTES, seed=seed, clock=clock)
+        table.add(spec)
+        return verdicts(table, frames)
+
+    first, again, other_seed = run(7), run(7), run(8)
+
+    assert first == again
+    assert first != other_seed
+    assert 30 < len(first) < 90  # about 0.3 of 200
+
+
+def test_a_fault_seed_overrides_the_proxy_seed(clock: FakeClock) -> None:
+    frames = [frame(i) for i in range(100)]
+    spec = {"kind": "drop-response", "probability": 0.5, "seed": 5}
+    tables = [FaultTable(ROUTES, seed=proxy_seed, clock=clock) for proxy_seed in (1, 2)]
+    for table in tables:
+        table.add(spec)
+
+    assert verdicts(tables[0], frames) == verdicts(tables[1], frames)
+
+
+def test_relative_window_bounds_the_fault(table: FaultTable, clock: FakeClock) -> None:
+    table.add({"kind": "delay", "ms": 10, "start_ms": 1000, "end_ms": 2000})
+
+    fired = []
+    for step in range(6):  # at 0, 0.5, ..., 2.5 s after the fault was added
+        fired.append(bool(verdicts(table, [frame(step)])))
+        clock.now += 0.5
+
+    assert fired == [False, False, True, True, False, False]
+
+
+def test_latency_stays_within_mean_plus_minus_jitter(table: FaultTable, clock: FakeClock) -> None:
+    table.add({"kind": "latency", "mean_ms": 50, "jitter_ms": 20})
+    faults = table.for_route("kafka-1")
+
+    delays = [table.judge(frame(i), faults).deliver_at - clock.now for i in range(300)]
+
+    assert all(0.030 <= delay <= 0.070 for delay in delays)
+    assert max(delays) - min(delays) > 0.02  # jitter is applied
+
+
+def test_delays_add_up(table: FaultTable, clock: FakeClock) -> None:
+    table.add({"kind": "delay", "ms": 100})
+    table.add({"kind": "delay", "ms": 50, "direction": "response"})
+
+    verdict = table.judge(frame(), table.for_route("kafka-1"))
+
+    assert verdict.deliver_at == pytest.approx(clock.now + 0.150)
+    assert [fault.id for fault, _ in verdict.hits] == ["f1", "f2"]
+
+
+def test_bandwidth_spaces_frames_by_their_size(table: FaultTable, clock: FakeClock) -> None:
+    table.add({"kind": "bandwidth", "bytes_per_s": 1000, "direction": "request"})
+    faults = table.for_route("kafka-1")
+
+    releases = [
+        table.judge(frame(i, direction=Direction.REQUEST, size=500), faults).deliver_at - clock.now
+        for i in range(3)
+    ]
+
+    assert releases == pytest.approx([0.5, 1.0, 1.5])
+
+
+def test_a_dropped_frame_is_seen_by_no_later_fault(table: FaultTable) -> None:
+    drop = table.add({"kind": "drop-response", "reset": True})
+    delay = table.add({"kind": "delay", "ms": 10})
+
+    verdict = table.judge(frame(), table.for_route("kafka-1"))
+
+    assert (verdict.drop, verdict.reset, verdict.deliver_at) == (True, True, None)
+    assert (drop.injected, delay.matched) == (1, 0)
+
+
+def test_reset_on_a_matching_frame(table: FaultTable) -> None:
+    table.add({"kind": "reset", "api": "Metadata", "direction": "request", "count": 1})
+
+    verdict = table.judge(
+        frame(direction=Direction.REQUEST, api_key=METADATA), table.for_route("kafka-1")
+    )
+
+    assert verdict.reset
+    assert not verdict.drop
+
+
+def test_blackhole_holds_frames_of_its_route_until_its_window_ends(
+    table: FaultTable, clock: FakeClock
+) -> None:
+    table.add({"kind": "blackhole", "route": "kafka-2", "end_ms": 3000})
+
+    assert table.blackhole_end("kafka-1") is None
+    assert table.blackhole_end("kafka-2") == pytest.approx(clock.now + 3)
+    assert table.judge(frame(route="kafka-2"), table.for_route("kafka-2")).hold
+    clock.now += 3
+    assert table.blackhole_end("kafka-2") is None
+
+
+def test_ids_are_sequential_and_removal_reaches_the_route_cache(table: FaultTable) -> None:
+    changes = []
+    table.on_change(lambda: changes.append(1))
+    first = table.add({"kind": "delay", "ms": 1})
+    second = table.add({"kind": "delay", "ms": 2})
+    assert len(table.for_route("kafka-1")) == 2
+
+    assert table.remove(first.id)
+    assert not table.remove(first.id)
+    assert table.for_route("kafka-1") == (second,)
+    table.clear()
+    assert table.for_route("kafka-1") == ()
+    assert (first.id, second.id, len(changes)) == ("f1", "f2", 4)

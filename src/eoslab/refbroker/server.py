@@ -77,7 +77,7 @@ class KafkaProtocolServer:
         peer = writer.get_extra_info("peername")
         try:
             while (frame := await self._read_frame(reader)) is not None:
-                reply = await self._dispatch(frame)
+                reply = await self._dispatch(frame, peer)
                 if reply.data is not None:
                     writer.write(reply.data)
                     await writer.drain()
@@ -110,7 +110,7 @@ class KafkaProtocolServer:
         except asyncio.IncompleteReadError as eof:
             raise BadInputError(f"truncated frame: {len(eof.partial)} of {size} bytes") from None
 
-    async def _dispatch(self, frame: bytes) -> Reply:
+    async def _dispatch(self, frame: bytes, peer: object) -> Reply:
         api_key, api_version, correlation_id = HEADER_PREFIX.unpack_from(frame)
         self.broker.counters.count_request(api_key)
         handler = self.handlers.get(api_key)
@@ -126,7 +126,8 @@ class KafkaProtocolServer:
             raise BadInputError(
                 f"undecodable {api_name(api_key)} v{api_version} request: {undecodable!r}"
             ) from None
-        ctx = RequestContext(self.broker, api_version, response_type, header.client_id)
+        host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
+        ctx = RequestContext(self.broker, api_version, response_type, header.client_id, host)
         if not handler.supports(api_version):
             return Reply(_frame(correlation_id, handler.reject(request, ctx, UNSUPPORTED)))
         if (error := self.broker.request_faults.take_failure(api_key)) is not None:

@@ -1,0 +1,163 @@
+"""Consumer-group scenarios with real clients, written once and played on any target: a private
+reference broker (test_group_clients.py) and the lab's Kafka and reference broker
+(test_group_clients_lab.py).
+
+Every topic has PARTITIONS partitions and gets PER_PARTITION records per round of production,
+so offsets are predictable: round r covers offsets r*PER_PARTITION .. (r+1)*PER_PARTITION-1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from group_clients import RdkafkaMember, VerifiableConsumer, poll_until, wait_until
+
+from eoslab.smoke import create_topic, produce
+
+PARTITIONS = 4
+PER_PARTITION = 100
+ALL = set(range(PARTITIONS))
+
+
+@dataclass(frozen=True)
+class GroupTarget:
+    name: str
+    bootstrap: str
+    replication: int = 1
+
+    def new_topic(self, topic: str) -> str:
+        create_topic(self.bootstrap, topic, PARTITIONS, self.replication)
+        return topic
+
+    def produce_round(self, topic: str) -> None:
+        produce(self.bootstrap, topic, PARTITIONS, PARTITIONS * PER_PARTITION)
+
+
+def offsets_of_round(round_index: int) -> set[int]:
+    return set(range(round_index * PER_PARTITION, (round_index + 1) * PER_PARTITION))
+
+
+def by_partition(records: list[tuple[int, int]]) -> dict[int, list[int]]:
+    offsets: dict[int, list[int]] = {}
+    for partition, offset in records:
+        offsets.setdefault(partition, []).append(offset)
+    return offsets
+
+
+def split_between(first: set[int], second: set[int]) -> bool:
+    return bool(first) and bool(second) and not first & second and first | second == ALL
+
+
+def librdkafka_members_split_and_hand_over(target: GroupTarget, topic: str, group: str) -> None:
+    """Two subscribe() members share the partitions and read everything once; when one closes
+    (LeaveGroup) the other takes its partitions from the committed offsets."""
+    target.new_topic(topic)
+    a = RdkafkaMember(target.bootstrap, group, topic)
+    b = RdkafkaMember(target.bootstrap, group, topic)
+    try:
+        poll_until(
+            [a, b],
+            lambda: split_between(a.assigned(), b.assigned()),
+            "two members split the partitions",
+        )
+        target.produce_round(topic)
+        poll_until(
+            [a, b],
+            lambda: len(a.records) + len(b.records) == PARTITIONS * PER_PARTITION,
+            "the two members read every record",
+        )
+        assert len(set(a.records) | set(b.records)) == PARTITIONS * PER_PARTITION
+        handed_over = b.assigned()
+        a.commit()
+        b.commit()
+        b.close()
+        poll_until([a], lambda: a.assigned() == ALL, "the remaining member takes every partition")
+        target.produce_round(topic)
+        poll_until(
+            [a],
+            lambda: len(a.records) >= PARTITIONS * PER_PARTITION * 2 - len(b.records),
+            "the remaining member reads the second round",
+        )
+        read = by_partition(a.records)
+        for partition in handed_over:  # resumed at b's committed offset: nothing read twice
+            assert sorted(read[partition]) == sorted(offsets_of_round(1)), partition
+    finally:
+        a.close()
+
+
+def librdkafka_offsets_resume(
+    target: GroupTarget, topic: str, group: str, between: Callable[[], None]
+) -> None:
+    """A member reads and commits round 0 and closes; `between` happens (nothing, a broker
+    crash...); a new member of the group then reads exactly round 1."""
+    target.new_topic(topic)
+    target.produce_round(topic)
+    first = RdkafkaMember(target.bootstrap, group, topic)
+    try:
+        poll_until(
+            [first], lambda: len(first.records) == PARTITIONS * PER_PARTITION, "round 0 read"
+        )
+        first.commit()
+        assert first.committed(ALL) == dict.fromkeys(ALL, PER_PARTITION)
+    finally:
+        first.close()
+    between()
+    target.produce_round(topic)
+    second = RdkafkaMember(target.bootstrap, group, topic)
+    try:
+        poll_until(
+            [second], lambda: len(second.records) >= PARTITIONS * PER_PARTITION, "round 1 read"
+        )
+        read = by_partition(second.records)
+        assert {p: sorted(o) for p, o in read.items()} == {
+            p: sorted(offsets_of_round(1)) for p in ALL
+        }
+    finally:
+        second.close()
+
+
+def java_members_split_hand_over_and_resume(
+    target: GroupTarget, topic: str, group: str, log_dir: Path
+) -> None:
+    """Kafka's VerifiableConsumer: two members split the partitions; one stops (LeaveGroup), the
+    other takes over from the committed offsets; a new member after both resumes there too."""
+    target.new_topic(topic)
+    a = VerifiableConsumer(target.bootstrap, topic, group, log_dir)
+    b = VerifiableConsumer(target.bootstrap, topic, group, log_dir)
+    try:
+        wait_until(
+            lambda: split_between(a.assigned(), b.assigned()),
+            "two Java members split the partitions",
+            timeout_s=120,
+        )
+        target.produce_round(topic)
+        wait_until(
+            lambda: {**a.committed(), **b.committed()} == dict.fromkeys(ALL, PER_PARTITION),
+            "the two Java members commit round 0",
+        )
+        handed_over = b.assigned()
+        b.stop()
+        wait_until(lambda: a.assigned() == ALL, "the remaining Java member takes every partition")
+        target.produce_round(topic)
+        wait_until(
+            lambda: a.committed() == dict.fromkeys(ALL, 2 * PER_PARTITION),
+            "the remaining Java member commits round 1",
+        )
+        for partition in handed_over:
+            assert a.consumed()[partition] == offsets_of_round(1), partition
+    finally:
+        a.stop()
+        b.stop()
+    target.produce_round(topic)
+    c = VerifiableConsumer(target.bootstrap, topic, group, log_dir)
+    try:
+        wait_until(
+            lambda: c.committed() == dict.fromkeys(ALL, 3 * PER_PARTITION),
+            "a new Java member commits round 2",
+            timeout_s=120,
+        )
+        assert c.consumed() == {p: offsets_of_round(2) for p in ALL}
+    finally:
+        c.stop()

@@ -1,0 +1,57 @@
+"""Real group consumers on a private reference broker: librdkafka and Kafka's Java client split
+partitions, hand them over, and resume from committed offsets, across a consumer restart, the
+crash-restart fault and kill -9 (the broker runs --fsync every-batch, its default)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from group_scenarios import (
+    GroupTarget,
+    java_members_split_hand_over_and_resume,
+    librdkafka_members_split_and_hand_over,
+    librdkafka_offsets_resume,
+)
+from refbroker_process import RunningBroker, StartBroker
+
+FAST_JOIN = ("--group-initial-rebalance-delay-ms", "0")
+
+
+@pytest.fixture
+def broker(start_refbroker: StartBroker) -> RunningBroker:
+    return start_refbroker(*FAST_JOIN)
+
+
+def target_of(broker: RunningBroker) -> GroupTarget:
+    return GroupTarget("refbroker", broker.bootstrap)
+
+
+def test_librdkafka_members_split_partitions_and_hand_them_over(broker: RunningBroker) -> None:
+    librdkafka_members_split_and_hand_over(target_of(broker), "split", "g-split")
+    groups = broker.counters()["groups"]
+    assert groups["rebalances"] >= 2  # both joined (one or two generations), b left
+    assert groups["offsets_committed"] >= 4
+
+
+def test_committed_offsets_resume_after_a_consumer_restart(broker: RunningBroker) -> None:
+    librdkafka_offsets_resume(target_of(broker), "resume", "g-resume", between=lambda: None)
+
+
+def test_committed_offsets_survive_the_crash_restart_fault(broker: RunningBroker) -> None:
+    def crash() -> None:
+        assert broker.fault(kind="crash-restart")["kind"] == "crash-restart"
+
+    librdkafka_offsets_resume(target_of(broker), "crash", "g-crash", between=crash)
+
+
+def test_committed_offsets_survive_kill_9(broker: RunningBroker) -> None:
+    def kill_and_restart() -> None:
+        broker.kill()
+        broker.start()
+
+    librdkafka_offsets_resume(target_of(broker), "kill", "g-kill", between=kill_and_restart)
+
+
+def test_kafkas_java_verifiable_consumer_in_a_group(broker: RunningBroker, tmp_path: Path) -> None:
+    java_members_split_hand_over_and_resume(target_of(broker), "java", "g-java", tmp_path)

@@ -13,8 +13,10 @@ from rich.table import Table
 from eoslab.chaos.nemesis import NemesisError
 from eoslab.probe.diff import FlowDiff
 from eoslab.probe.flows import FLOWS, Flow
+from eoslab.probe.group_flows import GROUP_FLOWS, GroupFlow
+from eoslab.probe.group_runner import GroupFlowRun
 from eoslab.probe.runner import FlowRun, ProbeError
-from eoslab.probe.targets import TARGET_NAMES, diff_on_lab, run_on_lab
+from eoslab.probe.targets import TARGET_NAMES, diff_on_lab, run_group_flow_on_lab, run_on_lab
 from eoslab.runtime import LabError, get_runtime
 from eoslab.runtime.topology import LabConfig
 
@@ -25,17 +27,18 @@ errors = Console(stderr=True)
 EXIT_DIFFERENT = 1
 EXIT_FAILED = 2
 
-FlowArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(FLOWS)}.")]
+ALL_FLOWS: dict[str, Flow | GroupFlow] = {**FLOWS, **GROUP_FLOWS}
+FlowArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(ALL_FLOWS)}.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 RuntimeOption = Annotated[
     str, typer.Option("--runtime", envvar="EOSLAB_RUNTIME", help="local or compose.")
 ]
 
 
-def _flow(name: str) -> Flow:
-    if name not in FLOWS:
-        raise _fail(f"unknown flow {name!r}; choose one of: {', '.join(FLOWS)}")
-    return FLOWS[name]
+def _flow(name: str) -> Flow | GroupFlow:
+    if name not in ALL_FLOWS:
+        raise _fail(f"unknown flow {name!r}; choose one of: {', '.join(ALL_FLOWS)}")
+    return ALL_FLOWS[name]
 
 
 def _lab_config(runtime: str) -> LabConfig:
@@ -61,7 +64,7 @@ def list_flows() -> None:
     table = Table(title="probe flows")
     for column in ("flow", "seed", "description"):
         table.add_column(column)
-    for flow in FLOWS.values():
+    for flow in ALL_FLOWS.values():
         table.add_row(flow.name, flow.seed, flow.description)
     console.print(table)
 
@@ -78,7 +81,11 @@ def run(
     if target not in TARGET_NAMES:
         raise _fail(f"unknown target {target!r}; choose one of: {', '.join(TARGET_NAMES)}")
     try:
-        played = run_on_lab(chosen, target, _lab_config(runtime))
+        played: FlowRun | GroupFlowRun = (
+            run_group_flow_on_lab(chosen, target, _lab_config(runtime))
+            if isinstance(chosen, GroupFlow)
+            else run_on_lab(chosen, target, _lab_config(runtime))
+        )
     except PROBE_FAILURES as error:
         raise _fail(f"{flow} on {target}: {error}") from error
     if as_json:
@@ -104,15 +111,16 @@ def diff(flow: FlowArgument, as_json: JsonOption = False, runtime: RuntimeOption
         raise typer.Exit(code=EXIT_DIFFERENT)
 
 
-def transcript_table(played: FlowRun) -> Table:
-    table = Table(
-        title=f"{played.flow.name} on {played.target} ({played.topic}, leader {played.leader}, "
-        f"producer id {played.producer_id})"
-    )
+def transcript_table(played: FlowRun | GroupFlowRun) -> Table:
+    if isinstance(played, GroupFlowRun):
+        where = f"group {played.group}, coordinator {played.coordinator}"
+    else:
+        where = f"leader {played.leader}, producer id {played.producer_id}"
+    table = Table(title=f"{played.flow.name} on {played.target} ({played.topic}, {where})")
     columns = (
         "step",
         "api",
-        "batch",
+        "batch / member",
         "epoch",
         "base seq",
         "records",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from eoslab.probe.diff import diff_runs
+from eoslab.probe.diff import diff_group_runs, diff_runs
 from eoslab.probe.flows import KIP360
+from eoslab.probe.group_flows import JOIN_BARRIER
+from eoslab.probe.group_runner import GroupFlowRun
 from eoslab.probe.runner import FlowRun
 from eoslab.probe.transcript import Exchange
 
@@ -46,3 +48,21 @@ def test_the_same_answer_at_another_point_is_not_excused() -> None:
         ("b", "offset", 1, None, None),
     ]
     assert not result.conforms
+
+
+def barrier_run(target: str, generation: int) -> GroupFlowRun:
+    """A hand-made group transcript: one JoinGroup answer."""
+    run = GroupFlowRun(JOIN_BARRIER, target, "t", "g")
+    detail = {"generation": generation, "leader": True, "members": ["a"]}
+    run.exchanges.append(Exchange(2, "JoinGroup", 0, "a", error="NONE", detail=detail))
+    return run
+
+
+def test_group_transcripts_are_compared_on_every_recorded_detail() -> None:
+    same = diff_group_runs(barrier_run("kafka", 1), barrier_run("refbroker", 1))
+    assert same.identical
+    different = diff_group_runs(barrier_run("kafka", 1), barrier_run("refbroker", 2))
+    assert [
+        (d.api, d.tag, d.what, d.kafka, d.refbroker, d.known) for d in different.differences
+    ] == [("JoinGroup", "a", "generation", 1, 2, None)]
+    assert not different.conforms

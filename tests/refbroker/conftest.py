@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from group_clients import build_franzgo
 from refbroker_process import RunningBroker, StartBroker
 
 
@@ -31,3 +32,9 @@ def start_refbroker(tmp_path: Path) -> Iterator[StartBroker]:
 @pytest.fixture
 def refbroker(start_refbroker: StartBroker) -> RunningBroker:
     return start_refbroker()
+
+
+@pytest.fixture(scope="session")
+def franzgo_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The franz-go group consumer (tests/refbroker/franzgo), built once per session."""
+    return build_franzgo(tmp_path_factory.mktemp("franzgo"))

@@ -1,5 +1,6 @@
-"""Real group consumers for the tests, each driven with a deadline: librdkafka (confluent-kafka)
-and Kafka's own Java VerifiableConsumer (kafka-tools 3.9, its JSON event lines parsed).
+"""Real group consumers for the tests, each driven with a deadline: librdkafka (confluent-kafka),
+Kafka's own Java VerifiableConsumer (kafka-tools 3.9, its JSON event lines parsed), aiokafka,
+kcat -G and a franz-go program (franzgo/main.go, built with the machine's go).
 
 librdkafka waits silently forever when the broker lacks something, so nothing here blocks
 without a bound: every wait polls until its condition holds or its deadline passes, and then
@@ -8,6 +9,7 @@ fails with what it saw.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import signal
@@ -18,11 +20,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer, TopicPartition
 
 from eoslab.paths import kafka_lib
 
 WAIT_S = 60.0
+FRANZGO_SOURCE = Path(__file__).parent / "franzgo"
+BUILD_TIMEOUT_S = 600.0
 GROUP_SETTINGS: dict[str, Any] = {
     "auto.offset.reset": "earliest",
     "enable.auto.commit": False,
@@ -183,3 +188,96 @@ def _quiet_log4j(log_dir: Path) -> Path:
         "log4j.appender.stderr.layout.ConversionPattern=%d %p %c: %m%n\n"
     )
     return path
+
+
+Records = list[tuple[int, int]]
+"""(partition, offset) of each record a consumer read."""
+
+
+def _partition_offsets(lines: str) -> Records:
+    return [(int(p), int(o)) for p, o in (line.split(":") for line in lines.split())]
+
+
+def kcat_consume(bootstrap: str, group: str, topic: str, count: int) -> Records:
+    """`kcat -G`: a balanced (subscribe()) librdkafka consumer reading `count` records, which
+    commits what it read when it exits. Not `-o beginning`: kcat would then assign every
+    partition at that offset, overriding the committed ones."""
+    kcat = shutil.which("kcat")
+    assert kcat is not None, "kcat is not installed (make setup installs it)"
+    command = [
+        kcat, "-b", bootstrap, "-G", group, "-c", str(count), "-q", "-f", "%p:%o\n",
+        "-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000", topic,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=WAIT_S, check=True)
+    return _partition_offsets(done.stdout)
+
+
+def build_franzgo(out_dir: Path) -> Path:
+    """Build franzgo/main.go (modules from the Go module proxy, cached by `make setup`)."""
+    go = shutil.which("go")
+    assert go is not None, "go is not installed: the franz-go consumer needs it"
+    binary = out_dir / "franzgo-consumer"
+    subprocess.run(
+        [go, "build", "-o", str(binary), "."],
+        cwd=FRANZGO_SOURCE,
+        check=True,
+        timeout=BUILD_TIMEOUT_S,
+        capture_output=True,
+    )
+    return binary
+
+
+def franzgo_consume(binary: Path, bootstrap: str, group: str, topic: str, count: int) -> Records:
+    command = [
+        str(binary), "-brokers", bootstrap, "-group", group, "-topic", topic,
+        "-count", str(count), "-timeout", f"{int(WAIT_S)}s",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=WAIT_S + 10, check=False)
+    assert done.returncode == 0, done.stderr
+    return _partition_offsets(done.stdout)
+
+
+async def aiokafka_split_then_commit(
+    bootstrap: str, group: str, topic: str, produce: Callable[[], None], count: int
+) -> tuple[Records, Records, set[int], set[int]]:
+    """Two aiokafka members: wait until both hold partitions, `produce`, read `count` records
+    between them, commit, stop. Returns both members' records and final assignments."""
+
+    def member() -> AIOKafkaConsumer:
+        return AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+        )
+
+    a, b = member(), member()
+    records: tuple[Records, Records] = ([], [])
+    await a.start()
+    await b.start()
+    try:
+
+        async def poll_until(condition: Callable[[], bool], what: str) -> None:
+            deadline = time.monotonic() + WAIT_S
+            while not condition():
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{what}: not reached within {WAIT_S} s")
+                batches = await asyncio.gather(a.getmany(timeout_ms=100), b.getmany(timeout_ms=100))
+                for mine, batch in zip(records, batches, strict=True):
+                    mine.extend((m.partition, m.offset) for ms in batch.values() for m in ms)
+
+        def assigned(consumer: AIOKafkaConsumer) -> set[int]:
+            return {tp.partition for tp in consumer.assignment()}
+
+        await poll_until(lambda: bool(assigned(a)) and bool(assigned(b)), "both members assigned")
+        await asyncio.to_thread(produce)
+        await poll_until(lambda: len(records[0]) + len(records[1]) >= count, "records read")
+        await a.commit()
+        await b.commit()
+        return records[0], records[1], assigned(a), assigned(b)
+    finally:
+        await a.stop()
+        await b.stop()

@@ -8,11 +8,19 @@ so offsets are predictable: round r covers offsets r*PER_PARTITION .. (r+1)*PER_
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from group_clients import RdkafkaMember, VerifiableConsumer, poll_until, wait_until
+from group_clients import (
+    RdkafkaMember,
+    Records,
+    VerifiableConsumer,
+    aiokafka_split_then_commit,
+    poll_until,
+    wait_until,
+)
 
 from eoslab.smoke import create_topic, produce
 
@@ -37,6 +45,11 @@ class GroupTarget:
 
 def offsets_of_round(round_index: int) -> set[int]:
     return set(range(round_index * PER_PARTITION, (round_index + 1) * PER_PARTITION))
+
+
+def whole_round(round_index: int) -> Records:
+    """Every (partition, offset) of one round, sorted."""
+    return [(p, o) for p in sorted(ALL) for o in sorted(offsets_of_round(round_index))]
 
 
 def by_partition(records: list[tuple[int, int]]) -> dict[int, list[int]]:
@@ -161,3 +174,48 @@ def java_members_split_hand_over_and_resume(
         assert c.consumed() == {p: offsets_of_round(2) for p in ALL}
     finally:
         c.stop()
+
+
+def cli_consumer_resumes(
+    target: GroupTarget, topic: str, group: str, consume: Callable[[int], Records]
+) -> dict[int, int]:
+    """A command-line group consumer (kcat -G, the franz-go program) reads round 0 and leaves;
+    its next run in the same group reads exactly from what the first committed to the end of
+    round 1. Returns those committed offsets (kcat commits in the background, on a timer, so
+    it may leave part of what it read uncommitted, on Kafka as here)."""
+    target.new_topic(topic)
+    target.produce_round(topic)
+    assert sorted(consume(PARTITIONS * PER_PARTITION)) == whole_round(0)
+    committed = committed_offsets(target.bootstrap, group, topic)
+    target.produce_round(topic)
+    end = 2 * PER_PARTITION
+    expected = [(p, o) for p in sorted(ALL) for o in range(committed[p], end)]
+    assert sorted(consume(len(expected))) == expected
+    return committed
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offset of every partition (0 where none: the start)."""
+    reader = RdkafkaMember(bootstrap, group, topic)  # OffsetFetch only: it is never polled
+    try:
+        return {p: max(o, 0) for p, o in reader.committed(ALL).items()}
+    finally:
+        reader.close()
+
+
+def aiokafka_members_split_and_resume(target: GroupTarget, topic: str, group: str) -> None:
+    """Two aiokafka members split the partitions and read round 0 once; two new ones resume
+    from the committed offsets and read exactly round 1."""
+    target.new_topic(topic)
+    for round_index in (0, 1):
+        a, b, held_by_a, held_by_b = asyncio.run(
+            aiokafka_split_then_commit(
+                target.bootstrap,
+                group,
+                topic,
+                lambda: target.produce_round(topic),
+                PARTITIONS * PER_PARTITION,
+            )
+        )
+        assert split_between(held_by_a, held_by_b)
+        assert sorted(a + b) == whole_round(round_index)

@@ -1,14 +1,18 @@
 """Real group consumers on a private reference broker: librdkafka and Kafka's Java client split
 partitions, hand them over, and resume from committed offsets, across a consumer restart, the
-crash-restart fault and kill -9 (the broker runs --fsync every-batch, its default)."""
+crash-restart fault and kill -9 (the broker runs --fsync every-batch, its default); aiokafka,
+kcat -G and franz-go consume in groups and resume too."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from group_clients import franzgo_consume, kcat_consume
 from group_scenarios import (
     GroupTarget,
+    aiokafka_members_split_and_resume,
+    cli_consumer_resumes,
     java_members_split_hand_over_and_resume,
     librdkafka_members_split_and_hand_over,
     librdkafka_offsets_resume,
@@ -55,3 +59,24 @@ def test_committed_offsets_survive_kill_9(broker: RunningBroker) -> None:
 
 def test_kafkas_java_verifiable_consumer_in_a_group(broker: RunningBroker, tmp_path: Path) -> None:
     java_members_split_hand_over_and_resume(target_of(broker), "java", "g-java", tmp_path)
+
+
+def test_aiokafka_members_split_and_resume(broker: RunningBroker) -> None:
+    aiokafka_members_split_and_resume(target_of(broker), "aio", "g-aio")
+
+
+def test_kcat_balanced_consumer_reads_and_resumes(broker: RunningBroker) -> None:
+    def consume(count: int) -> list[tuple[int, int]]:
+        return kcat_consume(broker.bootstrap, "g-kcat", "kcat", count)
+
+    cli_consumer_resumes(target_of(broker), "kcat", "g-kcat", consume)
+
+
+def test_franz_go_group_consumer_reads_and_resumes(
+    broker: RunningBroker, franzgo_binary: Path
+) -> None:
+    def consume(count: int) -> list[tuple[int, int]]:
+        return franzgo_consume(franzgo_binary, broker.bootstrap, "g-franz", "franz", count)
+
+    committed = cli_consumer_resumes(target_of(broker), "franz", "g-franz", consume)
+    assert committed == dict.fromkeys(range(4), 100)  # it commits all it read, then leaves

@@ -2,7 +2,7 @@
 
     GET    /faults    armed request faults, current rules and retained batches
     POST   /faults    apply one fault (a JSON object, see faults.py), answers its log entry
-    DELETE /faults    disarm the request faults and leave legacy mode
+    DELETE /faults    disarm the request faults (an unavailable coordinator too), leave legacy mode
     GET    /counters  requests per API, produce outcomes, faults consumed
     GET    /log       the fault log (JSON lines) as one JSON array
 
@@ -24,11 +24,14 @@ from pydantic import ValidationError
 from eoslab.refbroker.broker import ReferenceBroker, now_ms
 from eoslab.refbroker.faults import (
     FAULT_ADAPTER,
+    CoordinatorUnavailable,
     CrashRestart,
     DropResponses,
+    ExpireMember,
     ExpireProducers,
     FailRequests,
     Fault,
+    ForceRebalance,
     LegacyMode,
     RetainBatches,
 )
@@ -86,11 +89,22 @@ class ControlApi:
                 broker.crash_restart()
             case LegacyMode(enabled=enabled):
                 details["rules"] = str(broker.set_legacy_mode(enabled))
+            case ForceRebalance(group_id=group_id):
+                details["state"] = broker.groups.force_rebalance(group_id)
+            case ExpireMember(group_id=group_id, member_id=member_id):
+                details["expired"] = broker.groups.expire_members(group_id, member_id)
+            case CoordinatorUnavailable(count=count, error=error):
+                broker.unavailable_coordinator.arm(count, error)
         return broker.fault_log.record("fault-applied", **details)
 
     def state(self) -> dict[str, object]:
+        unavailable = self.broker.unavailable_coordinator
         return {
             "armed": self.broker.request_faults.as_json(),
+            "coordinator_unavailable": {
+                "remaining": unavailable.remaining,
+                "error": unavailable.error.name.upper(),
+            },
             "rules": str(self.broker.storage.rules),
             "configured_rules": str(self.broker.config.rules),
         }
@@ -110,6 +124,7 @@ class ControlApi:
                     return HttpResponse(400, {"error": str(refused)})
             case "DELETE", "/faults":
                 self.broker.request_faults.clear()
+                self.broker.unavailable_coordinator.clear()
                 self.broker.set_legacy_mode(False)
                 return HttpResponse(200, self.broker.fault_log.record("faults-cleared"))
             case "GET", "/counters":

@@ -1,8 +1,9 @@
 """State faults the lab injects into the reference broker, and the log of when it did.
 
 A fault is one JSON object posted to the control API. The request-path faults (lost
-responses, failed requests) wait here until the server consumes them; the state faults
-(expiry, retained batches, crash-restart, legacy mode) are applied by the broker at once.
+responses, failed requests, an unavailable coordinator) wait until the server consumes them;
+the state faults (expiry, retained batches, crash-restart, legacy mode, a forced rebalance, an
+expired group member) are applied by the broker at once.
 Every application is written to the fault log as a JSON line with a wall-clock timestamp
 so the run report can draw it on the timeline.
 """
@@ -82,8 +83,59 @@ class LegacyMode(_Fault):
     enabled: bool
 
 
+class ForceRebalance(_Fault):
+    """Put a group into PreparingRebalance, as a new member or a leader's rejoin would."""
+
+    kind: Literal["force-rebalance"]
+    group_id: str
+
+
+class ExpireMember(_Fault):
+    """End one member's session now (or every member's, without `member_id`), as if it had
+    stopped heartbeating."""
+
+    kind: Literal["expire-member"]
+    group_id: str
+    member_id: str | None = None
+
+
+COORDINATOR_ERRORS = (
+    ErrorCode.coordinator_not_available,
+    ErrorCode.not_coordinator,
+    ErrorCode.coordinator_load_in_progress,
+)
+
+
+class CoordinatorUnavailable(_Fault):
+    """The next `count` group requests (FindCoordinator for a group included) find the
+    coordinator unavailable: `error` where Kafka's coordinator would answer it, with Kafka's
+    special cases (a loading coordinator answers Heartbeat blindly, SyncGroup with
+    REBALANCE_IN_PROGRESS)."""
+
+    kind: Literal["coordinator-unavailable"]
+    count: int = Field(ge=1, le=1_000_000)
+    error: ErrorCode = ErrorCode.coordinator_not_available
+
+    @field_validator("error", mode="before")
+    @classmethod
+    def _coordinator_error(cls, value: Any) -> ErrorCode:
+        error = error_code_from_name(value)
+        if error not in COORDINATOR_ERRORS:
+            names = ", ".join(e.name.upper() for e in COORDINATOR_ERRORS)
+            raise ValueError(f"error must be one of {names}")
+        return error
+
+
 Fault = Annotated[
-    ExpireProducers | RetainBatches | DropResponses | FailRequests | CrashRestart | LegacyMode,
+    ExpireProducers
+    | RetainBatches
+    | DropResponses
+    | FailRequests
+    | CrashRestart
+    | LegacyMode
+    | ForceRebalance
+    | ExpireMember
+    | CoordinatorUnavailable,
     Field(discriminator="kind"),
 ]
 FAULT_ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)

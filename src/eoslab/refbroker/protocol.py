@@ -88,3 +88,27 @@ def nested(owner: type, name: str) -> type:
 
 def has_field(entity_type: type, name: str) -> bool:
     return any(f.name == name for f in dataclasses.fields(entity_type))
+
+
+@cache
+def _non_nullable(entity_type: type) -> tuple[str, ...]:
+    """Fields kio types without `| None`: Kafka refuses a null there when it parses."""
+    return tuple(
+        f.name
+        for f in dataclasses.fields(entity_type)  # type: ignore[arg-type]
+        if "None" not in str(f.type)
+    )
+
+
+def null_field(entity: object) -> str | None:
+    """The first non-nullable field (nested entities included) that decoded as null: kio reads
+    a null array or string anywhere, Kafka's parser rejects the request."""
+    for name in _non_nullable(type(entity)):
+        value = getattr(entity, name)
+        if value is None:
+            return f"{type(entity).__name__}.{name}"
+        if isinstance(value, tuple):
+            for item in value:
+                if dataclasses.is_dataclass(item) and (found := null_field(item)) is not None:
+                    return found
+    return None

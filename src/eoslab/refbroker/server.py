@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from eoslab.refbroker.apis import ApiVersionsHandler, RequestContext, api_handlers
 from eoslab.refbroker.broker import ReferenceBroker
-from eoslab.refbroker.protocol import api_name, decode, encode
+from eoslab.refbroker.protocol import api_name, decode, encode, null_field
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,8 @@ class KafkaProtocolServer:
             raise BadInputError(
                 f"undecodable {api_name(api_key)} v{api_version} request: {undecodable!r}"
             ) from None
+        if (null := null_field(request)) is not None:
+            raise BadInputError(f"{api_name(api_key)} v{api_version} request: null {null}")
         host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
         ctx = RequestContext(self.broker, api_version, response_type, header.client_id, host)
         if not handler.supports(api_version):

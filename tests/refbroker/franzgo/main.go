@@ -7,13 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func main() {
-	brokers := flag.String("brokers", "127.0.0.1:9192", "bootstrap servers")
+	brokers := flag.String("brokers", "127.0.0.1:9192", "bootstrap servers, comma-separated")
 	group := flag.String("group", "", "consumer group")
 	topic := flag.String("topic", "", "topic to consume")
 	count := flag.Int("count", 1, "records to read before committing and leaving")
@@ -21,7 +22,7 @@ func main() {
 	flag.Parse()
 
 	client, err := kgo.NewClient(
-		kgo.SeedBrokers(*brokers),
+		kgo.SeedBrokers(strings.Split(*brokers, ",")...),
 		kgo.ConsumerGroup(*group),
 		kgo.ConsumeTopics(*topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),

@@ -25,8 +25,11 @@ back Stable with their generation and assignments, and every member gets a fresh
 How it differs from Kafka 3.9's coordinator:
     1. One broker coordinates every group: FindCoordinator always names this broker, there is
        no __consumer_offsets topic (offsets.topic.num.partitions, replication and
-       NOT_COORDINATOR after a partition move do not exist), and no coordinator loading phase:
-       COORDINATOR_LOAD_IN_PROGRESS is only ever answered by the coordinator-unavailable fault.
+       NOT_COORDINATOR after a partition move do not exist), so a fresh broker does not answer
+       the first FindCoordinator with COORDINATOR_NOT_AVAILABLE while it creates that topic,
+       and there is no loading phase: COORDINATOR_LOAD_IN_PROGRESS is only answered by the
+       coordinator-unavailable fault, NOT_COORDINATOR by that fault and, as Kafka maps
+       KAFKA_STORAGE_ERROR, when a write to disk fails.
     2. Writes are synchronous: a commit or a group record is on disk (fsynced under
        --fsync every-batch) when the call returns, so there are no pending offset commits and
        OffsetFetch with require_stable never answers UNSTABLE_OFFSET_COMMIT.

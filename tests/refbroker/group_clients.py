@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from eoslab.paths import kafka_lib
 
@@ -50,15 +50,25 @@ class RdkafkaMember:
     def __init__(self, bootstrap: str, group: str, topic: str, **overrides: Any) -> None:
         settings = {"bootstrap.servers": bootstrap, "group.id": group, **GROUP_SETTINGS}
         self.consumer = Consumer({**settings, **overrides})
-        self.consumer.subscribe([topic])
+        self.consumer.subscribe([topic], on_assign=self._on_assign)
         self.topic = topic
         self.records: list[tuple[int, int]] = []
         """(partition, offset) of every record received, in order."""
+        self.assignments = 0
+        """How many times the group gave this member partitions (once per rebalance)."""
+        self.errors: list[KafkaError] = []
+
+    def _on_assign(self, _consumer: Consumer, _partitions: list[TopicPartition]) -> None:
+        self.assignments += 1
 
     def poll(self, timeout_s: float = 0.05) -> None:
         message = self.consumer.poll(timeout_s)
-        if message is not None and message.error() is None:
+        if message is None:
+            return
+        if message.error() is None:
             self.records.append((message.partition(), message.offset()))
+        else:
+            self.errors.append(message.error())
 
     def assigned(self) -> set[int]:
         return {tp.partition for tp in self.consumer.assignment()}

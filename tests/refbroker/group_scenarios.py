@@ -12,7 +12,9 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from confluent_kafka import KafkaError
 from group_clients import (
     RdkafkaMember,
     Records,
@@ -27,6 +29,8 @@ from eoslab.smoke import create_topic, produce
 PARTITIONS = 4
 PER_PARTITION = 100
 ALL = set(range(PARTITIONS))
+RANGE = "org.apache.kafka.clients.consumer.RangeAssignor"
+COOPERATIVE_STICKY = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
 
 
 @dataclass(frozen=True)
@@ -63,12 +67,15 @@ def split_between(first: set[int], second: set[int]) -> bool:
     return bool(first) and bool(second) and not first & second and first | second == ALL
 
 
-def librdkafka_members_split_and_hand_over(target: GroupTarget, topic: str, group: str) -> None:
+def librdkafka_members_split_and_hand_over(
+    target: GroupTarget, topic: str, group: str, **overrides: Any
+) -> None:
     """Two subscribe() members share the partitions and read everything once; when one closes
-    (LeaveGroup) the other takes its partitions from the committed offsets."""
+    (LeaveGroup) the other takes its partitions from the committed offsets. `overrides`
+    pick e.g. the cooperative-sticky assignor."""
     target.new_topic(topic)
-    a = RdkafkaMember(target.bootstrap, group, topic)
-    b = RdkafkaMember(target.bootstrap, group, topic)
+    a = RdkafkaMember(target.bootstrap, group, topic, **overrides)
+    b = RdkafkaMember(target.bootstrap, group, topic, **overrides)
     try:
         poll_until(
             [a, b],
@@ -132,13 +139,13 @@ def librdkafka_offsets_resume(
 
 
 def java_members_split_hand_over_and_resume(
-    target: GroupTarget, topic: str, group: str, log_dir: Path
+    target: GroupTarget, topic: str, group: str, log_dir: Path, assignor: str = RANGE
 ) -> None:
     """Kafka's VerifiableConsumer: two members split the partitions; one stops (LeaveGroup), the
     other takes over from the committed offsets; a new member after both resumes there too."""
     target.new_topic(topic)
-    a = VerifiableConsumer(target.bootstrap, topic, group, log_dir)
-    b = VerifiableConsumer(target.bootstrap, topic, group, log_dir)
+    a = VerifiableConsumer(target.bootstrap, topic, group, log_dir, assignor=assignor)
+    b = VerifiableConsumer(target.bootstrap, topic, group, log_dir, assignor=assignor)
     try:
         wait_until(
             lambda: split_between(a.assigned(), b.assigned()),
@@ -164,7 +171,7 @@ def java_members_split_hand_over_and_resume(
         a.stop()
         b.stop()
     target.produce_round(topic)
-    c = VerifiableConsumer(target.bootstrap, topic, group, log_dir)
+    c = VerifiableConsumer(target.bootstrap, topic, group, log_dir, assignor=assignor)
     try:
         wait_until(
             lambda: c.committed() == dict.fromkeys(ALL, 3 * PER_PARTITION),
@@ -219,3 +226,78 @@ def aiokafka_members_split_and_resume(target: GroupTarget, topic: str, group: st
         )
         assert split_between(held_by_a, held_by_b)
         assert sorted(a + b) == whole_round(round_index)
+
+
+def librdkafka_static_member_restarts_without_rebalance(
+    target: GroupTarget, topic: str, group: str
+) -> None:
+    """Static members (group.instance.id): one closes (a static member sends no LeaveGroup) and
+    comes back within its session: same partitions, and the other member is not rebalanced.
+    A second process with the same instance id then fences the first (FENCED_INSTANCE_ID is
+    fatal to librdkafka)."""
+    target.new_topic(topic)
+
+    def static(instance: str) -> RdkafkaMember:
+        return RdkafkaMember(
+            target.bootstrap,
+            group,
+            topic,
+            **{"group.instance.id": instance, "session.timeout.ms": 10_000},
+        )
+
+    a, b = static("static-a"), static("static-b")
+    try:
+        poll_until([a, b], lambda: split_between(a.assigned(), b.assigned()), "static split")
+        held_by_b, assigned_to_a = b.assigned(), a.assignments
+        b.close()
+        b = static("static-b")
+        poll_until([a, b], lambda: b.assigned() == held_by_b, "the static member is back")
+        assert a.assignments == assigned_to_a  # no rebalance for the other member
+        twin = static("static-b")
+        try:
+            poll_until(
+                [a, b, twin],
+                lambda: any(
+                    error.fatal() or error.code() == KafkaError._FATAL for error in b.errors
+                ),
+                "the older instance is fenced",
+            )
+            assert a.assignments == assigned_to_a  # the takeover did not rebalance either
+        finally:
+            twin.close()
+    finally:
+        a.close()
+        b.close()
+
+
+def librdkafka_members_survive_a_coordinator_restart(
+    target: GroupTarget, topic: str, group: str, restart: Callable[[], None]
+) -> None:
+    """Two members read round 0 and commit; the coordinator restarts (`restart`); they go on
+    with the same partitions, without a rebalance, and read round 1 once each."""
+    target.new_topic(topic)
+    a = RdkafkaMember(target.bootstrap, group, topic)
+    b = RdkafkaMember(target.bootstrap, group, topic)
+    try:
+        poll_until([a, b], lambda: split_between(a.assigned(), b.assigned()), "split")
+        target.produce_round(topic)
+        poll_until(
+            [a, b],
+            lambda: len(a.records) + len(b.records) == PARTITIONS * PER_PARTITION,
+            "round 0 read",
+        )
+        a.commit()
+        b.commit()
+        before = (a.assigned(), b.assigned(), a.assignments, b.assignments)
+        restart()
+        target.produce_round(topic)
+        poll_until(
+            [a, b],
+            lambda: len(a.records) + len(b.records) == 2 * PARTITIONS * PER_PARTITION,
+            "round 1 read after the restart",
+        )
+        assert (a.assigned(), b.assigned(), a.assignments, b.assignments) == before
+        assert sorted(a.records + b.records) == sorted(whole_round(0) + whole_round(1))
+    finally:
+        a.close()
+        b.close()

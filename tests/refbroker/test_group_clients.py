@@ -10,12 +10,15 @@ from pathlib import Path
 import pytest
 from group_clients import franzgo_consume, kcat_consume
 from group_scenarios import (
+    COOPERATIVE_STICKY,
     GroupTarget,
     aiokafka_members_split_and_resume,
     cli_consumer_resumes,
     java_members_split_hand_over_and_resume,
     librdkafka_members_split_and_hand_over,
+    librdkafka_members_survive_a_coordinator_restart,
     librdkafka_offsets_resume,
+    librdkafka_static_member_restarts_without_rebalance,
 )
 from refbroker_process import RunningBroker, StartBroker
 
@@ -36,6 +39,32 @@ def test_librdkafka_members_split_partitions_and_hand_them_over(broker: RunningB
     groups = broker.counters()["groups"]
     assert groups["rebalances"] >= 2  # both joined (one or two generations), b left
     assert groups["offsets_committed"] >= 4
+
+
+def test_librdkafka_cooperative_sticky_members_split_and_hand_over(
+    broker: RunningBroker,
+) -> None:
+    cooperative = {"partition.assignment.strategy": "cooperative-sticky"}
+    librdkafka_members_split_and_hand_over(target_of(broker), "coop", "g-coop", **cooperative)
+
+
+def test_librdkafka_static_members(broker: RunningBroker) -> None:
+    librdkafka_static_member_restarts_without_rebalance(target_of(broker), "static", "g-static")
+
+
+def test_a_stable_group_survives_the_crash_restart_fault(broker: RunningBroker) -> None:
+    """The group's generation and assignment are on disk: after crash-restart the members'
+    heartbeats are accepted and nobody rebalances."""
+    rebalances_before: list[int] = []
+
+    def crash() -> None:
+        rebalances_before.append(broker.counters()["groups"]["rebalances"])
+        assert broker.fault(kind="crash-restart")["connections_dropped"] >= 2
+
+    librdkafka_members_survive_a_coordinator_restart(
+        target_of(broker), "survive", "g-survive", crash
+    )
+    assert [broker.counters()["groups"]["rebalances"]] == rebalances_before
 
 
 def test_committed_offsets_resume_after_a_consumer_restart(broker: RunningBroker) -> None:
@@ -59,6 +88,14 @@ def test_committed_offsets_survive_kill_9(broker: RunningBroker) -> None:
 
 def test_kafkas_java_verifiable_consumer_in_a_group(broker: RunningBroker, tmp_path: Path) -> None:
     java_members_split_hand_over_and_resume(target_of(broker), "java", "g-java", tmp_path)
+
+
+def test_kafkas_java_verifiable_consumer_with_the_cooperative_sticky_assignor(
+    broker: RunningBroker, tmp_path: Path
+) -> None:
+    java_members_split_hand_over_and_resume(
+        target_of(broker), "java-coop", "g-java-coop", tmp_path, assignor=COOPERATIVE_STICKY
+    )
 
 
 def test_aiokafka_members_split_and_resume(broker: RunningBroker) -> None:

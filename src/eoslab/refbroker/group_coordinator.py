@@ -50,6 +50,10 @@ How it differs from Kafka 3.9's coordinator:
        String); the limit is the same, offset.metadata.max.bytes = 4096.
     9. No quotas, no authorizer: never GROUP_AUTHORIZATION_FAILED; DescribeGroups' authorized
        operations are those Kafka reports without an authorizer (READ, DELETE, DESCRIBE).
+    10. Only the classic protocol: KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe,
+        which a 3.9 broker advertises, are not served (clients default to the classic
+        protocol), nor are share groups. OffsetCommit v0-1 and OffsetFetch v0 (ZooKeeper-era
+        versions kio has no schema for) are not advertised.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -72,7 +72,8 @@ class FindCoordinatorHandler(ApiHandler):
         return E.invalid_request
 
     @staticmethod
-    def _response(ctx: RequestContext, request: Any, error_of: Any) -> object:
+    def _response(ctx: RequestContext, request: Any, error_of: Callable[[], ErrorCode]) -> object:
+        """One answer per key; `error_of` is asked once per key (a fault counts keys)."""
         config = ctx.broker.config
         node = {
             "node_id": config.node_id,
@@ -372,7 +373,9 @@ class OffsetFetchHandler(ApiHandler):
         topic_type = nested(ctx.response_type, f"OffsetFetchResponseTopic{suffix}")
         partition_type = nested(ctx.response_type, f"OffsetFetchResponsePartition{suffix}")
 
-        def topics(error: ErrorCode, offsets: dict[TopicPartition, FetchedOffset]) -> tuple:
+        def topics(
+            error: ErrorCode, offsets: dict[TopicPartition, FetchedOffset]
+        ) -> tuple[object, ...]:
             by_topic: dict[str, list[tuple[int, FetchedOffset]]] = {}
             for (topic, index), fetched in offsets.items():
                 by_topic.setdefault(topic, []).append((index, fetched))

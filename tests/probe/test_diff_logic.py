@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+from typer.testing import CliRunner
+
+from eoslab.probe.command import app, transcript_table
 from eoslab.probe.diff import diff_group_runs, diff_runs
 from eoslab.probe.flows import KIP360
 from eoslab.probe.group_flows import JOIN_BARRIER
@@ -66,3 +70,14 @@ def test_group_transcripts_are_compared_on_every_recorded_detail() -> None:
         (d.api, d.tag, d.what, d.kafka, d.refbroker, d.known) for d in different.differences
     ] == [("JoinGroup", "a", "generation", 1, 2, None)]
     assert not different.conforms
+
+
+def test_a_group_transcript_prints_as_a_table_and_the_flows_are_listed() -> None:
+    console = Console(width=200, record=True)
+    console.print(transcript_table(barrier_run("refbroker", 1)))
+    printed = console.export_text()
+    assert "group g, coordinator None" in printed
+    assert '"generation":1' in printed
+    listed = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0
+    assert all(name in listed.output for name in ("group-join-barrier", "group-stale-commit"))

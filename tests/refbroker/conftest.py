@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 from group_clients import build_franzgo
-from refbroker_process import RunningBroker, StartBroker
+from refbroker_process import FAST_JOIN, RunningBroker, StartBroker
+
+from eoslab.probe.client import KafkaProtocolClient
 
 
 @pytest.fixture
@@ -38,3 +40,17 @@ def refbroker(start_refbroker: StartBroker) -> RunningBroker:
 def franzgo_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The franz-go group consumer (tests/refbroker/franzgo), built once per session."""
     return build_franzgo(tmp_path_factory.mktemp("franzgo"))
+
+
+@pytest.fixture
+def group_broker(start_refbroker: StartBroker) -> RunningBroker:
+    """For the group tests: groups form at once (FAST_JOIN), topic "t" has 2 partitions."""
+    started = start_refbroker(*FAST_JOIN)
+    started.create_topic("t", 2)
+    return started
+
+
+@pytest.fixture
+def group_client(group_broker: RunningBroker) -> Iterator[KafkaProtocolClient]:
+    with group_broker.client() as connected:
+        yield connected

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Iterator
 
-import pytest
 from kio.schema.delete_groups.v2 import DeleteGroupsRequest
 from kio.schema.describe_groups.v0 import DescribeGroupsRequest as DescribeGroupsRequestV0
 from kio.schema.errors import ErrorCode
@@ -31,7 +29,7 @@ from kio.schema.offset_fetch.v1.request import OffsetFetchRequestTopic
 from kio.schema.offset_fetch.v7 import OffsetFetchRequest as OffsetFetchRequestV7
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequest, OffsetFetchRequestGroup
 from kio.schema.sync_group.v5.request import SyncGroupRequest
-from refbroker_process import RunningBroker, StartBroker
+from refbroker_process import RunningBroker
 
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.requests import (
@@ -45,19 +43,6 @@ from eoslab.probe.requests import (
 
 E = ErrorCode
 SECOND = datetime.timedelta(seconds=10)
-
-
-@pytest.fixture
-def broker(start_refbroker: StartBroker) -> RunningBroker:
-    started = start_refbroker("--group-initial-rebalance-delay-ms", "0", "--node-id", "5")
-    started.create_topic("t", 2)
-    return started
-
-
-@pytest.fixture
-def client(broker: RunningBroker) -> Iterator[KafkaProtocolClient]:
-    with broker.client() as connected:
-        yield connected
 
 
 def stable_member(client: KafkaProtocolClient, group: str) -> tuple[str, int]:
@@ -74,19 +59,19 @@ def stable_member(client: KafkaProtocolClient, group: str) -> tuple[str, int]:
 
 
 def test_find_coordinator_names_this_broker_at_every_version(
-    broker: RunningBroker, client: KafkaProtocolClient
+    group_broker: RunningBroker, group_client: KafkaProtocolClient
 ) -> None:
-    old = client.request(FindCoordinatorRequestV0(key="g"))
-    assert (old.error_code, old.node_id, old.port) == (E.none, 5, broker.port)
-    batched = client.request(
+    old = group_client.request(FindCoordinatorRequestV0(key="g"))
+    assert (old.error_code, old.node_id, old.port) == (E.none, 1, group_broker.port)
+    batched = group_client.request(
         FindCoordinatorRequestV6(key_type=0, coordinator_keys=("a", "b"))
     ).coordinators
     assert [(c.key, c.error_code, c.node_id) for c in batched] == [
-        ("a", E.none, 5),
-        ("b", E.none, 5),
+        ("a", E.none, 1),
+        ("b", E.none, 1),
     ]
     kinds = {
-        kind: client.request(FindCoordinatorRequestV6(key_type=kind, coordinator_keys=("k",)))
+        kind: group_client.request(FindCoordinatorRequestV6(key_type=kind, coordinator_keys=("k",)))
         .coordinators[0]
         .error_code
         for kind in (1, 2, 9)
@@ -95,7 +80,7 @@ def test_find_coordinator_names_this_broker_at_every_version(
 
 
 def test_join_group_v0_needs_no_member_id_and_answers_at_once(
-    client: KafkaProtocolClient,
+    group_client: KafkaProtocolClient,
 ) -> None:
     request = JoinGroupRequestV0(
         group_id="old",
@@ -104,23 +89,25 @@ def test_join_group_v0_needs_no_member_id_and_answers_at_once(
         protocol_type="consumer",
         protocols=(ProtocolV0(name="range", metadata=consumer_subscription("t")),),
     )
-    joined = client.request(request)
+    joined = group_client.request(request)
     assert (joined.error_code, joined.generation_id, joined.protocol_name) == (E.none, 1, "range")
-    refused = client.request(dataclasses.replace(request, session_timeout=datetime.timedelta(0)))
+    refused = group_client.request(
+        dataclasses.replace(request, session_timeout=datetime.timedelta(0))
+    )
     assert (refused.error_code, refused.protocol_name) == (E.invalid_session_timeout, "")
-    left = client.request(LeaveGroupRequestV0(group_id="old", member_id="ghost"))
+    left = group_client.request(LeaveGroupRequestV0(group_id="old", member_id="ghost"))
     assert left.error_code is E.unknown_member_id  # v0: the member's error is the response's
 
 
-def test_sync_group_v5_requires_protocol_type_and_name(client: KafkaProtocolClient) -> None:
-    member, generation = stable_member(client, "v5")
+def test_sync_group_v5_requires_protocol_type_and_name(group_client: KafkaProtocolClient) -> None:
+    member, generation = stable_member(group_client, "v5")
     bare = SyncGroupRequest(
         group_id="v5", generation_id=generation, member_id=member, assignments=()
     )
-    assert client.request(bare).error_code is E.inconsistent_group_protocol
+    assert group_client.request(bare).error_code is E.inconsistent_group_protocol
 
 
-def test_commit_v2_and_fetch_v1_v7_v8(client: KafkaProtocolClient) -> None:
+def test_commit_v2_and_fetch_v1_v7_v8(group_client: KafkaProtocolClient) -> None:
     partitions = (
         PartitionV2(partition_index=0, committed_offset=11, committed_metadata="m"),
         PartitionV2(partition_index=7, committed_offset=1, committed_metadata=None),
@@ -135,14 +122,14 @@ def test_commit_v2_and_fetch_v1_v7_v8(client: KafkaProtocolClient) -> None:
             TopicV2(name="nope", partitions=partitions[:1]),
         ),
     )
-    answers = client.request(commit).topics
+    answers = group_client.request(commit).topics
     assert [
         (t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in answers
     ] == [
         ("t", [(0, E.none), (7, E.unknown_topic_or_partition)]),
         ("nope", [(0, E.unknown_topic_or_partition)]),
     ]
-    v1 = client.request(
+    v1 = group_client.request(
         OffsetFetchRequestV1(
             group_id="simple", topics=(OffsetFetchRequestTopic(name="t", partition_indexes=(0, 1)),)
         )
@@ -151,14 +138,14 @@ def test_commit_v2_and_fetch_v1_v7_v8(client: KafkaProtocolClient) -> None:
         (11, "m"),
         (-1, ""),
     ]
-    every = client.request(
+    every = group_client.request(
         OffsetFetchRequestV7(group_id="simple", topics=None, require_stable=True)
     )
     assert (every.error_code, [p.committed_offset for p in every.topics[0].partitions]) == (
         E.none,
         [11],
     )
-    two = client.request(
+    two = group_client.request(
         OffsetFetchRequest(
             groups=(
                 OffsetFetchRequestGroup(group_id="simple", topics=None),
@@ -172,14 +159,14 @@ def test_commit_v2_and_fetch_v1_v7_v8(client: KafkaProtocolClient) -> None:
     ]
 
 
-def test_describe_list_and_delete(client: KafkaProtocolClient) -> None:
-    member, generation = stable_member(client, "described")
-    client.request(
+def test_describe_list_and_delete(group_client: KafkaProtocolClient) -> None:
+    member, generation = stable_member(group_client, "described")
+    group_client.request(
         offset_commit_request(
             "described", generation=generation, member_id=member, topic="t", partition=0, offset=4
         )
     )
-    (group, unknown) = client.request(describe_groups_request("described", "unknown")).groups
+    (group, unknown) = group_client.request(describe_groups_request("described", "unknown")).groups
     assert (group.group_state, group.protocol_type, group.protocol_data) == (
         "Stable",
         "consumer",
@@ -190,14 +177,16 @@ def test_describe_list_and_delete(client: KafkaProtocolClient) -> None:
     assert described.member_metadata == consumer_subscription("t")
     assert group.authorized_operations == -(2**31)
     assert (unknown.error_code, unknown.group_state, unknown.members) == (E.none, "Dead", ())
-    old = client.request(DescribeGroupsRequestV0(groups=("described",))).groups[0]
+    old = group_client.request(DescribeGroupsRequestV0(groups=("described",))).groups[0]
     assert old.members[0].member_id == member
 
-    listed = client.request(ListGroupsRequest(states_filter=("stable",), types_filter=()))
+    listed = group_client.request(ListGroupsRequest(states_filter=("stable",), types_filter=()))
     assert [(g.group_id, g.group_state, g.group_type) for g in listed.groups] == [
         ("described", "Stable", "classic")
     ]
-    consumer_type = client.request(ListGroupsRequest(states_filter=(), types_filter=("consumer",)))
+    consumer_type = group_client.request(
+        ListGroupsRequest(states_filter=(), types_filter=("consumer",))
+    )
     assert consumer_type.groups == ()
 
     deleting = OffsetDeleteRequest(
@@ -208,15 +197,15 @@ def test_describe_list_and_delete(client: KafkaProtocolClient) -> None:
             ),
         ),
     )
-    refused = client.request(deleting)
+    refused = group_client.request(deleting)
     assert refused.topics[0].partitions[0].error_code is E.group_subscribed_to_topic
-    results = client.request(DeleteGroupsRequest(groups_names=("described", "never")))
+    results = group_client.request(DeleteGroupsRequest(groups_names=("described", "never")))
     assert [(r.group_id, r.error_code) for r in results.results] == [
         ("described", E.non_empty_group),
         ("never", E.group_id_not_found),
     ]
     assert (
-        client.request(offset_fetch_request("described", "t", (0,)))
+        group_client.request(offset_fetch_request("described", "t", (0,)))
         .groups[0]
         .topics[0]
         .partitions[0]

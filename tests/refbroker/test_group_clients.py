@@ -20,9 +20,7 @@ from group_scenarios import (
     librdkafka_offsets_resume,
     librdkafka_static_member_restarts_without_rebalance,
 )
-from refbroker_process import RunningBroker, StartBroker
-
-FAST_JOIN = ("--group-initial-rebalance-delay-ms", "0")
+from refbroker_process import FAST_JOIN, RunningBroker, StartBroker
 
 
 @pytest.fixture

@@ -3,12 +3,9 @@ commit-lost case), seen by crafted requests and by a librdkafka consumer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from group_clients import RdkafkaMember, poll_until
 from kio.schema.errors import ErrorCode
-from refbroker_process import RunningBroker, StartBroker
+from refbroker_process import RunningBroker
 
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.requests import (
@@ -22,19 +19,6 @@ from eoslab.probe.requests import (
 from eoslab.smoke import produce
 
 E = ErrorCode
-
-
-@pytest.fixture
-def broker(start_refbroker: StartBroker) -> RunningBroker:
-    started = start_refbroker("--group-initial-rebalance-delay-ms", "0")
-    started.create_topic("t", 2)
-    return started
-
-
-@pytest.fixture
-def client(broker: RunningBroker) -> Iterator[KafkaProtocolClient]:
-    with broker.client() as connected:
-        yield connected
 
 
 def stable(client: KafkaProtocolClient, group: str = "g") -> tuple[str, int]:
@@ -57,84 +41,86 @@ def fetched(client: KafkaProtocolClient) -> int:
 
 
 def test_force_rebalance_and_expire_member(
-    broker: RunningBroker, client: KafkaProtocolClient
+    group_broker: RunningBroker, group_client: KafkaProtocolClient
 ) -> None:
-    member, generation = stable(client)
-    assert broker.fault(kind="force-rebalance", group_id="g")["state"] == "PreparingRebalance"
-    assert client.request(heartbeat_request("g", generation, member)).error_code is (
+    member, generation = stable(group_client)
+    assert group_broker.fault(kind="force-rebalance", group_id="g")["state"] == "PreparingRebalance"
+    assert group_client.request(heartbeat_request("g", generation, member)).error_code is (
         E.rebalance_in_progress
     )
-    assert broker.fault(kind="expire-member", group_id="g", member_id=member)["expired"] == [member]
-    assert client.request(heartbeat_request("g", generation, member)).error_code is (
+    assert group_broker.fault(kind="expire-member", group_id="g", member_id=member)["expired"] == [
+        member
+    ]
+    assert group_client.request(heartbeat_request("g", generation, member)).error_code is (
         E.unknown_member_id
     )
-    assert broker.counters()["groups"]["members_expired"] == 1
+    assert group_broker.counters()["groups"]["members_expired"] == 1
     for body in (
         {"kind": "force-rebalance", "group_id": "nope"},
         {"kind": "expire-member", "group_id": "g", "member_id": "ghost"},
         {"kind": "coordinator-unavailable", "count": 1, "error": "UNKNOWN_MEMBER_ID"},
     ):
-        status, answer = broker.control("POST", "/faults", body)
+        status, answer = group_broker.control("POST", "/faults", body)
         assert status == 400, body
         assert "error" in answer
 
 
 def test_coordinator_unavailable_for_the_next_requests(
-    broker: RunningBroker, client: KafkaProtocolClient
+    group_broker: RunningBroker, group_client: KafkaProtocolClient
 ) -> None:
-    member, generation = stable(client)
-    broker.fault(kind="coordinator-unavailable", count=2)
-    assert broker.control("GET", "/faults")[1]["coordinator_unavailable"] == {
+    member, generation = stable(group_client)
+    group_broker.fault(kind="coordinator-unavailable", count=2)
+    assert group_broker.control("GET", "/faults")[1]["coordinator_unavailable"] == {
         "remaining": 2,
         "error": "COORDINATOR_NOT_AVAILABLE",
     }
-    (found,) = client.request(find_coordinator_request("g")).coordinators
+    (found,) = group_client.request(find_coordinator_request("g")).coordinators
     assert (found.error_code, found.node_id) == (E.coordinator_not_available, -1)
-    assert commit(client, member, generation, 5) is E.coordinator_not_available
-    assert commit(client, member, generation, 5) is E.none
-    broker.fault(kind="coordinator-unavailable", count=5, error="NOT_COORDINATOR")
-    assert client.request(heartbeat_request("g", generation, member)).error_code is (
+    assert commit(group_client, member, generation, 5) is E.coordinator_not_available
+    assert commit(group_client, member, generation, 5) is E.none
+    group_broker.fault(kind="coordinator-unavailable", count=5, error="NOT_COORDINATOR")
+    assert group_client.request(heartbeat_request("g", generation, member)).error_code is (
         E.not_coordinator
     )
-    assert broker.control("DELETE", "/faults")[0] == 200
-    assert client.request(heartbeat_request("g", generation, member)).error_code is E.none
+    assert group_broker.control("DELETE", "/faults")[0] == 200
+    assert group_client.request(heartbeat_request("g", generation, member)).error_code is E.none
 
 
 def test_a_failed_commit_is_not_applied_and_a_lost_commit_response_is(
-    broker: RunningBroker, client: KafkaProtocolClient
+    group_broker: RunningBroker, group_client: KafkaProtocolClient
 ) -> None:
-    member, generation = stable(client)
-    assert commit(client, member, generation, 1) is E.none
-    broker.fault(kind="fail-requests", api="OffsetCommit", count=1, error="REQUEST_TIMED_OUT")
-    assert commit(client, member, generation, 2) is E.request_timed_out
-    assert fetched(client) == 1
-    broker.fault(kind="drop-responses", api="OffsetCommit", count=1, close_connection=False)
-    lost = client.send(
+    member, generation = stable(group_client)
+    assert commit(group_client, member, generation, 1) is E.none
+    group_broker.fault(kind="fail-requests", api="OffsetCommit", count=1, error="REQUEST_TIMED_OUT")
+    assert commit(group_client, member, generation, 2) is E.request_timed_out
+    assert fetched(group_client) == 1
+    group_broker.fault(kind="drop-responses", api="OffsetCommit", count=1, close_connection=False)
+    lost = group_client.send(
         offset_commit_request(
             "g", generation=generation, member_id=member, topic="t", partition=0, offset=3
         )
     )
-    assert fetched(client) == 3  # applied, though its answer never came
-    assert lost not in client.unanswered()
-    faults = broker.counters()["faults"]
+    assert fetched(group_client) == 3  # applied, though its answer never came
+    assert lost not in group_client.unanswered()
+    faults = group_broker.counters()["faults"]
     assert faults == {
         "responses_dropped": {"offset_commit": 1},
         "requests_failed": {"offset_commit": 1},
     }
 
 
-def test_librdkafka_commit_whose_response_is_lost(broker: RunningBroker) -> None:
-    """The commit-lost case with a real client: the connection resets after the commit was
+def test_librdkafka_commit_whose_response_is_lost(group_broker: RunningBroker) -> None:
+    """The commit-lost case with a real group_client: the connection resets after the commit was
     applied; librdkafka sends the commit again on a new connection and reports success."""
-    produce(broker.bootstrap, "t", 2, 200)
-    member = RdkafkaMember(broker.bootstrap, "lost", "t")
+    produce(group_broker.bootstrap, "t", 2, 200)
+    member = RdkafkaMember(group_broker.bootstrap, "lost", "t")
     try:
         poll_until([member], lambda: len(member.records) == 200, "every record read")
-        broker.fault(kind="drop-responses", api="OffsetCommit", count=1)
+        group_broker.fault(kind="drop-responses", api="OffsetCommit", count=1)
         member.commit()
         assert member.committed({0, 1}) == {0: 100, 1: 100}
     finally:
         member.close()
-    counters = broker.counters()
+    counters = group_broker.counters()
     assert counters["faults"]["responses_dropped"] == {"offset_commit": 1}
     assert counters["requests"]["offset_commit"] == 2  # the lost one and its resend

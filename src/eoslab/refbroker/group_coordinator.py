@@ -479,7 +479,9 @@ class GroupCoordinator:
         group.add(member, callback)
         # a new member cannot heartbeat before its first answer: it gets 5 minutes to rejoin
         self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+        self._maybe_prepare_rebalance(
+            group, f"adding new member {member_id}; client reason: {request.reason}"
+        )
 
     def _update_member_and_rebalance(
         self,
@@ -496,7 +498,9 @@ class GroupCoordinator:
             request.session_timeout_ms,
             callback,
         )
-        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoining")
+        self._maybe_prepare_rebalance(
+            group, f"member {member.member_id} rejoining; client reason: {request.reason}"
+        )
 
     def _update_static_member_and_rebalance(
         self,
@@ -922,6 +926,12 @@ class GroupCoordinator:
         error = _validate_current_member(group, leaving.member_id, leaving.group_instance_id)
         if error is not None:
             return error
+        log.info(
+            "member %s leaves group %s; client reason: %s",
+            leaving.member_id,
+            group.group_id,
+            leaving.reason,
+        )
         self._remove_member_and_update_group(group, group.get(leaving.member_id))
         return E.none
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from kio.schema.api_versions.v3 import ApiVersionsRequest
 
+from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.group_flows import GROUP_FLOWS, JOIN_BARRIER, STALE_COMMIT
 from eoslab.probe.targets import diff_on_lab, run_group_flow_on_lab
 from eoslab.runtime.local import LocalRuntime
@@ -49,3 +51,25 @@ def test_a_stale_generation_cannot_commit(lab: LocalRuntime, target: str) -> Non
     ]
     (fetched,) = [e for e in run.exchanges if e.api == "OffsetFetch"]
     assert fetched.detail == {"offsets": [8, -1]}
+
+
+GROUP_APIS = (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47)
+KIO_MINIMUMS = {8: 2, 9: 1}
+"""OffsetCommit v0-1 and OffsetFetch v0: kio has no schema, the reference broker starts later."""
+
+
+def group_api_ranges(bootstrap: str) -> dict[int, tuple[int, int]]:
+    host, port = bootstrap.split(",", maxsplit=1)[0].rsplit(":", 1)
+    request = ApiVersionsRequest(client_software_name="eoslab", client_software_version="1")
+    with KafkaProtocolClient(host, int(port)) as client:
+        keys = client.request(request).api_keys
+    return {k.api_key: (k.min_version, k.max_version) for k in keys if k.api_key in GROUP_APIS}
+
+
+def test_the_group_apis_are_advertised_with_kafkas_ranges(lab: LocalRuntime) -> None:
+    kafka = group_api_ranges(lab.config.bootstrap_servers)
+    expected = {
+        key: (max(low, KIO_MINIMUMS.get(key, low)), high) for key, (low, high) in kafka.items()
+    }
+    assert set(kafka) == set(GROUP_APIS)
+    assert group_api_ranges(lab.config.refbroker_bootstrap) == expected

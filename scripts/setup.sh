@@ -28,7 +28,8 @@ command -v mvn >/dev/null \
   || fail "Maven not found; it fetches the Kafka and Spark jars. Install it (e.g. apt-get install maven)."
 
 # --- system tools the tests use: docker-compose validates the compose file without an engine,
-# headless chromium renders the reports
+# headless chromium renders the reports, kcat is one of the group consumers the reference
+# broker is tested with
 apt_install() {  # package, what it is for
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing $1 (for $2)"
@@ -40,6 +41,18 @@ apt_install() {  # package, what it is for
 }
 command -v docker-compose >/dev/null || apt_install docker-compose "checking compose/docker-compose.yml"
 command -v chromium >/dev/null || apt_install chromium "rendering the HTML reports in the report tests"
+command -v kcat >/dev/null || apt_install kcat "the kcat group consumer tests"
+
+# --- the franz-go group consumer the tests build (tests/refbroker/franzgo): its modules
+if command -v go >/dev/null; then
+  if ! fresh tests/refbroker/franzgo/.downloaded tests/refbroker/franzgo/go.sum; then
+    echo "setup: downloading the franz-go modules"
+    (cd tests/refbroker/franzgo && go mod download) || fail "go could not download the franz-go modules."
+    touch tests/refbroker/franzgo/.downloaded
+  fi
+else
+  echo "setup: warning: go is missing; the franz-go group consumer test needs it" >&2
+fi
 
 # --- virtualenv -------------------------------------------------------------------------
 if ! fresh "$VENV/.installed" pyproject.toml; then

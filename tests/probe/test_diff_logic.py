@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from eoslab.probe.diff import diff_runs
+from rich.console import Console
+from typer.testing import CliRunner
+
+from eoslab.probe.command import app, transcript_table
+from eoslab.probe.diff import diff_group_runs, diff_runs
 from eoslab.probe.flows import KIP360
+from eoslab.probe.group_flows import JOIN_BARRIER
+from eoslab.probe.group_runner import GroupFlowRun
 from eoslab.probe.runner import FlowRun
 from eoslab.probe.transcript import Exchange
 
@@ -46,3 +52,32 @@ def test_the_same_answer_at_another_point_is_not_excused() -> None:
         ("b", "offset", 1, None, None),
     ]
     assert not result.conforms
+
+
+def barrier_run(target: str, generation: int) -> GroupFlowRun:
+    """A hand-made group transcript: one JoinGroup answer."""
+    run = GroupFlowRun(JOIN_BARRIER, target, "t", "g")
+    detail = {"generation": generation, "leader": True, "members": ["a"]}
+    run.exchanges.append(Exchange(2, "JoinGroup", 0, "a", error="NONE", detail=detail))
+    return run
+
+
+def test_group_transcripts_are_compared_on_every_recorded_detail() -> None:
+    same = diff_group_runs(barrier_run("kafka", 1), barrier_run("refbroker", 1))
+    assert same.identical
+    different = diff_group_runs(barrier_run("kafka", 1), barrier_run("refbroker", 2))
+    assert [
+        (d.api, d.tag, d.what, d.kafka, d.refbroker, d.known) for d in different.differences
+    ] == [("JoinGroup", "a", "generation", 1, 2, None)]
+    assert not different.conforms
+
+
+def test_a_group_transcript_prints_as_a_table_and_the_flows_are_listed() -> None:
+    console = Console(width=200, record=True)
+    console.print(transcript_table(barrier_run("refbroker", 1)))
+    printed = console.export_text()
+    assert "group g, coordinator None" in printed
+    assert '"generation":1' in printed
+    listed = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0
+    assert all(name in listed.output for name in ("group-join-barrier", "group-stale-commit"))

@@ -6,7 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from refbroker_process import RunningBroker, StartBroker
+from group_clients import build_franzgo
+from refbroker_process import FAST_JOIN, RunningBroker, StartBroker
+
+from eoslab.probe.client import KafkaProtocolClient
 
 
 @pytest.fixture
@@ -31,3 +34,23 @@ def start_refbroker(tmp_path: Path) -> Iterator[StartBroker]:
 @pytest.fixture
 def refbroker(start_refbroker: StartBroker) -> RunningBroker:
     return start_refbroker()
+
+
+@pytest.fixture(scope="session")
+def franzgo_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The franz-go group consumer (tests/refbroker/franzgo), built once per session."""
+    return build_franzgo(tmp_path_factory.mktemp("franzgo"))
+
+
+@pytest.fixture
+def group_broker(start_refbroker: StartBroker) -> RunningBroker:
+    """For the group tests: groups form at once (FAST_JOIN), topic "t" has 2 partitions."""
+    started = start_refbroker(*FAST_JOIN)
+    started.create_topic("t", 2)
+    return started
+
+
+@pytest.fixture
+def group_client(group_broker: RunningBroker) -> Iterator[KafkaProtocolClient]:
+    with group_broker.client() as connected:
+        yield connected

@@ -26,6 +26,8 @@ from kio.schema.errors import ErrorCode
 from eoslab.probe.client import KafkaProtocolClient
 
 HOST = "127.0.0.1"
+FAST_JOIN = ("--group-initial-rebalance-delay-ms", "0")
+"""Groups form without Kafka's default 3 s initial delay, as in the lab."""
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
 

@@ -14,6 +14,14 @@ from kio.schema.metadata.v12 import MetadataRequest
 from refbroker_process import HOST, RunningBroker
 
 from eoslab.probe.client import encode_request
+from eoslab.probe.requests import (
+    describe_groups_request,
+    find_coordinator_request,
+    heartbeat_request,
+    offset_commit_request,
+    offset_fetch_request,
+    sync_group_request,
+)
 
 TOPIC = "fuzz"
 
@@ -27,6 +35,17 @@ VALID_FRAMES = [
     framed(MetadataRequest(topics=None, include_topic_authorized_operations=False)),
     framed(produce_request(TOPIC, 0, batch_of(1000, 0, 0, 3, "v"))),
     framed(fetch_request(TOPIC, 0, 0)),
+    # group requests answered at once (a JoinGroup would wait at the barrier)
+    framed(find_coordinator_request("fuzz")),
+    framed(sync_group_request("fuzz", 1, "member", {"member": b"assignment"})),
+    framed(heartbeat_request("fuzz", 1, "member")),
+    framed(
+        offset_commit_request(
+            "fuzz", generation=-1, member_id="", topic=TOPIC, partition=0, offset=1
+        )
+    ),
+    framed(offset_fetch_request("fuzz", TOPIC, (0,))),
+    framed(describe_groups_request("fuzz")),
 ]
 
 

@@ -9,12 +9,12 @@ import struct
 
 import pytest
 from crafted import batch_of, errors_of, init_producer_id, produce_request
+from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.api_versions.v0 import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3 import ApiVersionsRequest
 from kio.schema.api_versions.v4 import ApiVersionsRequest as ApiVersionsRequestV4
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
-from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 from kio.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
 from kio.serial import entity_reader
 from refbroker_process import HOST, RunningBroker, StartBroker
@@ -86,7 +86,11 @@ def test_a_half_sent_frame_does_not_block_other_clients(refbroker: RunningBroker
 
 def test_unserved_api_known_to_kafka_closes_the_connection(refbroker: RunningBroker) -> None:
     with refbroker.client() as client:
-        client.send(FindCoordinatorRequest(key="group", key_type=0))
+        client.send(
+            AddOffsetsToTxnRequest(
+                transactional_id="t", producer_id=1, producer_epoch=0, group_id="group"
+            )
+        )
         assert client.closed_by_peer()
     assert still_serving(refbroker)
 

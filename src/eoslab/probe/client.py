@@ -8,6 +8,7 @@ stale epochs) and for hostile input. Requests may be pipelined: `send` several, 
 from __future__ import annotations
 
 import io
+import select
 import socket
 import struct
 from collections import deque
@@ -109,6 +110,11 @@ class KafkaProtocolClient:
         """One size-prefixed frame, without the prefix."""
         (size,) = SIZE_PREFIX.unpack(self._read_exactly(SIZE_PREFIX.size))
         return self._read_exactly(size)
+
+    def answer_ready(self, timeout_s: float) -> bool:
+        """Whether response bytes arrive within `timeout_s` (they are left unread)."""
+        readable, _, _ = select.select([self._sock], [], [], timeout_s)
+        return bool(readable)
 
     def closed_by_peer(self) -> bool:
         """Wait (up to the socket timeout) for the broker to close; True if it did."""

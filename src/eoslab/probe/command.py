@@ -13,8 +13,10 @@ from eoslab.admin import LeaderLookupError
 from eoslab.console import JsonOption, RuntimeOption, console, fail, identifier_column
 from eoslab.probe.diff import FlowDiff
 from eoslab.probe.flows import FLOWS, Flow
+from eoslab.probe.group_flows import GROUP_FLOWS, GroupFlow
+from eoslab.probe.group_runner import GroupFlowRun
 from eoslab.probe.runner import FlowRun, ProbeError
-from eoslab.probe.targets import diff_on_lab, run_on_lab
+from eoslab.probe.targets import diff_on_lab, run_group_flow_on_lab, run_on_lab
 from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime import LabError, get_runtime
 from eoslab.runtime.topology import LabConfig
@@ -24,13 +26,14 @@ app = typer.Typer(help="Crafted Produce flows from the seeds, on Kafka and the r
 EXIT_DIFFERENT = 1
 EXIT_FAILED = 2
 
-FlowArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(FLOWS)}.")]
+ALL_FLOWS: dict[str, Flow | GroupFlow] = {**FLOWS, **GROUP_FLOWS}
+FlowArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(ALL_FLOWS)}.")]
 
 
-def _flow(name: str) -> Flow:
-    if name not in FLOWS:
-        raise fail(f"unknown flow {name!r}; choose one of: {', '.join(FLOWS)}", EXIT_FAILED)
-    return FLOWS[name]
+def _flow(name: str) -> Flow | GroupFlow:
+    if name not in ALL_FLOWS:
+        raise fail(f"unknown flow {name!r}; choose one of: {', '.join(ALL_FLOWS)}", EXIT_FAILED)
+    return ALL_FLOWS[name]
 
 
 def _lab_config(runtime: str) -> LabConfig:
@@ -50,15 +53,16 @@ def list_flows(as_json: JsonOption = False) -> None:
     """The flows: name, seed, what happens."""
     if as_json:
         rows = [
-            {"flow": f.name, "seed": f.seed, "description": f.description} for f in FLOWS.values()
+            {"flow": f.name, "seed": f.seed, "description": f.description}
+            for f in ALL_FLOWS.values()
         ]
         typer.echo(json.dumps(rows, indent=2))
         return
     table = Table(title="probe flows")
-    identifier_column(table, "flow", list(FLOWS))
+    identifier_column(table, "flow", list(ALL_FLOWS))
     for column in ("seed", "description"):
         table.add_column(column)
-    for flow in FLOWS.values():
+    for flow in ALL_FLOWS.values():
         table.add_row(flow.name, flow.seed, flow.description)
     console.print(table)
 
@@ -77,7 +81,11 @@ def run(
             f"unknown target {target!r}; choose one of: {', '.join(LAB_TARGETS)}", EXIT_FAILED
         )
     try:
-        played = run_on_lab(chosen, target, _lab_config(runtime))
+        played: FlowRun | GroupFlowRun = (
+            run_group_flow_on_lab(chosen, target, _lab_config(runtime))
+            if isinstance(chosen, GroupFlow)
+            else run_on_lab(chosen, target, _lab_config(runtime))
+        )
     except PROBE_FAILURES as error:
         raise fail(f"{flow} on {target}: {error}", EXIT_FAILED) from error
     if as_json:
@@ -103,15 +111,16 @@ def diff(flow: FlowArgument, as_json: JsonOption = False, runtime: RuntimeOption
         raise typer.Exit(code=EXIT_DIFFERENT)
 
 
-def transcript_table(played: FlowRun) -> Table:
-    table = Table(
-        title=f"{played.flow.name} on {played.target} ({played.topic}, leader {played.leader}, "
-        f"producer id {played.producer_id})"
-    )
+def transcript_table(played: FlowRun | GroupFlowRun) -> Table:
+    if isinstance(played, GroupFlowRun):
+        where = f"group {played.group}, coordinator {played.coordinator}"
+    else:
+        where = f"leader {played.leader}, producer id {played.producer_id}"
+    table = Table(title=f"{played.flow.name} on {played.target} ({played.topic}, {where})")
     columns = (
         "step",
         "api",
-        "batch",
+        "batch / member",
         "epoch",
         "base seq",
         "records",

@@ -1,18 +1,23 @@
 """Compare one flow's transcripts from Kafka and from the reference broker, answer by answer.
 
-Both targets play the same program, so their Produce and DescribeProducers exchanges pair up
-one to one. Compared: each answer's error name, each Produce's base offset relative to the
-flow's first acknowledged offset (topics differ, and so may their start), and whether the
-leader still tracks the producer. Differences that follow from a documented difference
-between Kafka 3.9 and the reference broker's setup are matched against
+Both targets play the same program, so their exchanges pair up one to one. For the sequence
+flows, the Produce and DescribeProducers exchanges: each answer's error name, each Produce's
+base offset relative to the flow's first acknowledged offset (topics differ, and so may their
+start), and whether the leader still tracks the producer. For the group flows, every exchange:
+its error name and what the runner recorded of the answer (generation, leadership, members,
+assignment, offsets, whether the barrier held it). Differences that follow from a documented
+difference between Kafka 3.9 and the reference broker's setup are matched against
 :data:`KNOWN_DIVERGENCES` and reported with their explanation; they do not fail the diff.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
+from eoslab.probe.group_runner import GroupFlowRun
 from eoslab.probe.runner import FlowRun
 from eoslab.probe.transcript import NONE, Exchange
 
@@ -82,11 +87,31 @@ class Difference:
     """The explanation, when it is a known divergence."""
 
 
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class Played(Protocol):
+    """A flow played on one target: a FlowRun or a GroupFlowRun."""
+
+    @property
+    def flow(self) -> Named: ...
+
+    @property
+    def exchanges(self) -> list[Exchange]: ...
+
+    def as_json(self) -> dict[str, Any]: ...
+
+
+Observer = Callable[[Exchange], dict[str, object]]
+
+
 @dataclass
 class FlowDiff:
     flow: str
-    kafka: FlowRun
-    refbroker: FlowRun
+    kafka: Played
+    refbroker: Played
     differences: list[Difference] = field(default_factory=list)
 
     @property
@@ -135,18 +160,44 @@ def observations(exchange: Exchange, origin: int | None) -> dict[str, object]:
 
 
 def diff_runs(kafka: FlowRun, refbroker: FlowRun) -> FlowDiff:
-    """Every difference between the two complete transcripts of one flow."""
+    """Every difference between the two complete transcripts of one sequence flow."""
+    return diff_transcripts(
+        kafka, refbroker, compared, lambda run: partial(observations, origin=first_offset(run))
+    )
+
+
+def group_observations(exchange: Exchange) -> dict[str, object]:
+    return {"error": exchange.error, **exchange.detail}
+
+
+def diff_group_runs(kafka: GroupFlowRun, refbroker: GroupFlowRun) -> FlowDiff:
+    """Every difference between the two complete transcripts of one group flow."""
+    return diff_transcripts(
+        kafka, refbroker, lambda run: run.exchanges, lambda _run: group_observations
+    )
+
+
+P = TypeVar("P", bound=Played)
+
+
+def diff_transcripts(
+    kafka: P,
+    refbroker: P,
+    select: Callable[[P], list[Exchange]],
+    observer: Callable[[P], Observer],
+) -> FlowDiff:
+    """Pair the selected exchanges of both transcripts and compare what `observer` sees."""
     if kafka.flow.name != refbroker.flow.name:
         raise ValueError(f"different flows: {kafka.flow.name} and {refbroker.flow.name}")
     result = FlowDiff(kafka.flow.name, kafka, refbroker)
-    left_origin, right_origin = first_offset(kafka), first_offset(refbroker)
-    pairs = zip(compared(kafka), compared(refbroker), strict=True)
+    observe_left, observe_right = observer(kafka), observer(refbroker)
+    pairs = zip(select(kafka), select(refbroker), strict=True)
     for index, (left, right) in enumerate(pairs):
-        seen_right = observations(right, right_origin)
-        for what, value in observations(left, left_origin).items():
-            if seen_right[what] != value:
+        seen_right = observe_right(right)
+        for what, value in observe_left(left).items():
+            if seen_right.get(what) != value:
                 difference = Difference(
-                    index, left.step, left.api, left.tag, what, value, seen_right[what]
+                    index, left.step, left.api, left.tag, what, value, seen_right.get(what)
                 )
                 result.differences.append(_with_explanation(result.flow, difference))
     return result

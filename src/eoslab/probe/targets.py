@@ -14,8 +14,10 @@ from eoslab.admin import create_topic
 from eoslab.clock import now_ms
 from eoslab.kafka_api import error_name
 from eoslab.probe.client import KafkaProtocolClient
-from eoslab.probe.diff import FlowDiff, diff_runs
+from eoslab.probe.diff import FlowDiff, diff_group_runs, diff_runs
 from eoslab.probe.flows import Flow
+from eoslab.probe.group_flows import GroupFlow
+from eoslab.probe.group_runner import GroupFlowRun, run_group_flow
 from eoslab.probe.requests import delete_records_request
 from eoslab.probe.runner import FlowRun, ProbeTarget, StateRemover, run_flow
 from eoslab.probe.transcript import NONE, Exchange
@@ -73,10 +75,10 @@ def lab_target(name: str, config: LabConfig) -> ProbeTarget:
     raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(LAB_TARGETS)}")
 
 
-def fresh_topic(flow: Flow, target: ProbeTarget) -> str:
-    """A new single-partition topic for one flow run (RF 3 on Kafka, 1 on the reference broker)."""
+def fresh_topic(flow: Flow | GroupFlow, target: ProbeTarget, partitions: int = 1) -> str:
+    """A new topic for one flow run (RF 3 on Kafka, 1 on the reference broker)."""
     topic = f"probe-{flow.name}-{target.name}-{secrets.token_hex(3)}"
-    create_topic(target.bootstrap, topic, 1, REPLICATION[target.name])
+    create_topic(target.bootstrap, topic, partitions, REPLICATION[target.name])
     return topic
 
 
@@ -86,6 +88,18 @@ def run_on_lab(flow: Flow, target_name: str, config: LabConfig) -> FlowRun:
     return run_flow(flow, target, fresh_topic(flow, target))
 
 
-def diff_on_lab(flow: Flow, config: LabConfig) -> FlowDiff:
+def run_group_flow_on_lab(flow: GroupFlow, target_name: str, config: LabConfig) -> GroupFlowRun:
+    """Play a group flow with a fresh group on a fresh topic of one of the lab's targets."""
+    target = lab_target(target_name, config)
+    topic = fresh_topic(flow, target, flow.partitions)
+    return run_group_flow(flow, target.bootstrap, target.name, topic)
+
+
+def diff_on_lab(flow: Flow | GroupFlow, config: LabConfig) -> FlowDiff:
     """Play ``flow`` on both targets, each on a fresh topic, and compare the transcripts."""
+    if isinstance(flow, GroupFlow):
+        return diff_group_runs(
+            run_group_flow_on_lab(flow, "kafka", config),
+            run_group_flow_on_lab(flow, "refbroker", config),
+        )
     return diff_runs(run_on_lab(flow, "kafka", config), run_on_lab(flow, "refbroker", config))

@@ -1,4 +1,4 @@
-"""The broker's state behind the protocol server: storage, producer ids, faults, counters.
+"""The broker's state behind the protocol server: storage, producer ids, groups, faults, counters.
 
 Everything here runs on the asyncio loop thread, so one request's storage calls never
 interleave with another's: the loop order is the per-partition order.
@@ -11,9 +11,11 @@ import gc
 import logging
 
 from eoslab.control.fault_log import FaultLog
+from eoslab.refbroker.committed_offsets import CommittedOffsetStore
 from eoslab.refbroker.config import AUTO_CREATE_PARTITIONS, BrokerConfig
 from eoslab.refbroker.counters import BrokerCounters
 from eoslab.refbroker.faults import RequestFaults
+from eoslab.refbroker.group_coordinator import GroupCoordinator, UnavailableCoordinator
 from eoslab.refbroker.log_manager import LogManager
 from eoslab.refbroker.pid_blocks import ProducerIdManager, producer_id_manager
 from eoslab.refbroker.producer_state import Rules
@@ -41,7 +43,8 @@ class AppendSignal:
 
 
 class ReferenceBroker:
-    """Owns the LogManager and the ProducerIdManager and can lose them like a crashed process."""
+    """Owns the LogManager, the ProducerIdManager and the GroupCoordinator, and can lose them
+    like a crashed process."""
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -49,7 +52,9 @@ class ReferenceBroker:
         self.request_faults = RequestFaults()
         self.fault_log = FaultLog(config.fault_log_path)
         self.appends = AppendSignal()
+        self.unavailable_coordinator = UnavailableCoordinator()
         self.storage, self.producer_ids = self._open()
+        self.groups = self._open_groups()
 
     def _open(self) -> tuple[LogManager, ProducerIdManager]:
         self.config.log_dir.mkdir(parents=True, exist_ok=True)
@@ -60,6 +65,16 @@ class ReferenceBroker:
         )
         return storage, ids
 
+    def _open_groups(self) -> GroupCoordinator:
+        """The coordinator with the offsets and group metadata recovered from disk."""
+        store = CommittedOffsetStore(self.config.group_dir, sync=self.config.fsync == "every-batch")
+        return GroupCoordinator(
+            store,
+            self.config.group_config(),
+            unavailable=self.unavailable_coordinator,
+            events=self.counters.group_events,
+        )
+
     def crash_restart(self) -> None:
         """Forget everything in memory and recover from disk, without a clean close.
 
@@ -67,10 +82,12 @@ class ReferenceBroker:
         had already written, exactly as after kill -9 (the server drops the connections).
         """
         self.producer_ids.close()  # a dead process's ZooKeeper session ends too
-        del self.storage, self.producer_ids
+        self.groups.shutdown()  # its timers die with the process
+        del self.storage, self.producer_ids, self.groups
         gc.collect()  # closes the abandoned file handles before the log is reopened
         self.storage, self.producer_ids = self._open()
-        log.warning("crash-restart: storage recovered from disk")
+        self.groups = self._open_groups()
+        log.warning("crash-restart: storage and groups recovered from disk")
 
     def maybe_auto_create(self, topic: str) -> bool:
         """Create an unknown, legal topic when --auto-create-topics is on (Kafka's option)."""
@@ -92,6 +109,7 @@ class ReferenceBroker:
         """Back to the configured broker: request faults disarmed, the configured rules and
         duplicate-cache size (whatever `--retained-batches` said) restored."""
         self.request_faults.clear()
+        self.unavailable_coordinator.clear()
         self.set_legacy_mode(False)
         self.storage.set_retained_batches(self.config.retained_batches)
 
@@ -99,4 +117,6 @@ class ReferenceBroker:
         """Graceful shutdown: the storage layer flushes and writes its snapshots."""
         self.storage.close()
         self.producer_ids.close()
+        self.groups.shutdown()
+        self.groups.store.close()
         self.fault_log.close()

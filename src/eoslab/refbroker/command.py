@@ -90,6 +90,15 @@ def serve(
     max_frame_bytes: Annotated[
         int, typer.Option(min=64, help="socket.request.max.bytes: larger frames close.")
     ] = DEFAULT_MAX_FRAME_BYTES,
+    group_initial_rebalance_delay_ms: Annotated[
+        int, typer.Option(min=0, help="group.initial.rebalance.delay.ms")
+    ] = 3000,
+    group_min_session_timeout_ms: Annotated[
+        int, typer.Option(min=1, help="group.min.session.timeout.ms")
+    ] = 6000,
+    group_max_session_timeout_ms: Annotated[
+        int, typer.Option(min=1, help="group.max.session.timeout.ms")
+    ] = 1_800_000,
     fault_log: Annotated[
         Path | None, typer.Option(help="Fault log, JSON lines (default: DATA_DIR/faults.jsonl).")
     ] = None,
@@ -115,6 +124,9 @@ def serve(
         auto_create_topics=auto_create_topics,
         max_frame_bytes=max_frame_bytes,
         fault_log=fault_log,
+        group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
+        group_min_session_timeout_ms=group_min_session_timeout_ms,
+        group_max_session_timeout_ms=group_max_session_timeout_ms,
     )
     logging.basicConfig(
         filename=log_file,

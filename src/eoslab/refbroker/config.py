@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from eoslab.refbroker.group_coordinator import GroupConfig
 from eoslab.refbroker.log_manager import StorageConfig
 from eoslab.refbroker.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -37,6 +38,9 @@ class BrokerConfig:
     auto_create_topics: bool = False
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     fault_log: Path | None = None
+    group_initial_rebalance_delay_ms: int = GroupConfig.initial_rebalance_delay_ms
+    group_min_session_timeout_ms: int = GroupConfig.min_session_timeout_ms
+    group_max_session_timeout_ms: int = GroupConfig.max_session_timeout_ms
 
     @property
     def log_dir(self) -> Path:
@@ -46,6 +50,18 @@ class BrokerConfig:
     @property
     def pid_block_dir(self) -> Path:
         return self.data_dir / "pid-blocks"
+
+    @property
+    def group_dir(self) -> Path:
+        """Committed offsets and group metadata (the broker's __consumer_offsets)."""
+        return self.data_dir / "groups"
+
+    def group_config(self) -> GroupConfig:
+        return GroupConfig(
+            min_session_timeout_ms=self.group_min_session_timeout_ms,
+            max_session_timeout_ms=self.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+        )
 
     @property
     def fault_log_path(self) -> Path:

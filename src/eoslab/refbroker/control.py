@@ -2,8 +2,8 @@
 
     GET    /faults    armed request faults, current rules and retained batches
     POST   /faults    apply one fault (a JSON object, see faults.py), answers its log entry
-    DELETE /faults    back to the configured broker (request faults disarmed, rules and
-                      duplicate-cache size as configured)
+    DELETE /faults    back to the configured broker (request faults disarmed, the group
+                      coordinator available, rules and duplicate-cache size as configured)
     GET    /counters  requests per API, produce outcomes, faults consumed
     GET    /log       the fault log entries
 
@@ -18,6 +18,7 @@ from http import HTTPStatus
 from pydantic import ValidationError
 
 from eoslab.control.http import HttpError, JsonHttpServer, json_object
+from eoslab.kafka_api import error_name
 from eoslab.refbroker.broker import ReferenceBroker
 from eoslab.refbroker.faults import FAULT_ADAPTER, Fault
 from eoslab.refbroker.server import KafkaProtocolServer
@@ -60,8 +61,13 @@ class ControlApi:
         return self.broker.fault_log.record(event="faults-cleared")
 
     def state(self) -> dict[str, object]:
+        unavailable = self.broker.unavailable_coordinator
         return {
             "armed": self.broker.request_faults.as_json(),
+            "coordinator_unavailable": {
+                "remaining": unavailable.remaining,
+                "error": error_name(unavailable.error),
+            },
             "rules": str(self.broker.storage.rules),
             "configured_rules": str(self.broker.config.rules),
             "retained_batches": self.broker.storage.retained_batches,

@@ -21,6 +21,8 @@ class BrokerCounters:
     responses_dropped: Counter[str] = field(default_factory=Counter)
     requests_failed: Counter[str] = field(default_factory=Counter)
     connections_closed_on_bad_input: int = 0
+    group_events: Counter[str] = field(default_factory=Counter)
+    """The group coordinator's: rebalances, members_expired, commits_fenced, ..."""
 
     def count_request(self, api_key: int) -> None:
         self.requests[api_name(api_key)] += 1
@@ -46,4 +48,5 @@ class BrokerCounters:
                 "requests_failed": dict(self.requests_failed),
             },
             "connections_closed_on_bad_input": self.connections_closed_on_bad_input,
+            "groups": dict(self.group_events),
         }

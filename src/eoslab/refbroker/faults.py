@@ -2,8 +2,9 @@
 applying itself: a new fault kind touches this file only.
 
 A fault is one JSON object posted to the control API. The request-path faults (lost
-responses, failed requests) wait in :class:`RequestFaults` until the server consumes them; the
-state faults (expiry, retained batches, crash-restart, legacy mode) act at once. Every
+responses, failed requests, an unavailable group coordinator) wait until the server consumes
+them; the state faults (expiry, retained batches, crash-restart, legacy mode, a forced
+rebalance, an expired group member) act at once. Every
 application is written to the fault log with a wall-clock timestamp, so the run report can
 draw it on the timeline. Kinds are spelt as the proxy's and the scenario steps' (kebab-case,
 singular): ``drop-response`` is the lost ack wherever it is injected.
@@ -113,8 +114,69 @@ class LegacyMode(_Fault):
         return {"rules": str(broker.set_legacy_mode(self.enabled))}
 
 
+class ForceRebalance(_Fault):
+    """Put a group into PreparingRebalance, as a new member or a leader's rejoin would."""
+
+    kind: Literal["force-rebalance"]
+    group_id: str
+
+    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+        return {"state": broker.groups.force_rebalance(self.group_id)}
+
+
+class ExpireMember(_Fault):
+    """End one member's session now (or every member's, without `member_id`), as if it had
+    stopped heartbeating."""
+
+    kind: Literal["expire-member"]
+    group_id: str
+    member_id: str | None = None
+
+    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+        return {"expired": broker.groups.expire_members(self.group_id, self.member_id)}
+
+
+COORDINATOR_ERRORS = (
+    ErrorCode.coordinator_not_available,
+    ErrorCode.not_coordinator,
+    ErrorCode.coordinator_load_in_progress,
+)
+
+
+class CoordinatorUnavailable(_Fault):
+    """The next `count` group requests (FindCoordinator for a group included) find the
+    coordinator unavailable: `error` where Kafka's coordinator would answer it, with Kafka's
+    special cases (a loading coordinator answers Heartbeat blindly, SyncGroup with
+    REBALANCE_IN_PROGRESS)."""
+
+    kind: Literal["coordinator-unavailable"]
+    count: int = Field(ge=1, le=1_000_000)
+    error: ErrorCode = ErrorCode.coordinator_not_available
+
+    @field_validator("error", mode="before")
+    @classmethod
+    def _coordinator_error(cls, value: Any) -> ErrorCode:
+        error = parse_error(value)
+        if error not in COORDINATOR_ERRORS:
+            names = ", ".join(error_name(e) for e in COORDINATOR_ERRORS)
+            raise ValueError(f"error must be one of {names}")
+        return error
+
+    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+        broker.unavailable_coordinator.arm(self.count, self.error)
+        return {}
+
+
 Fault = Annotated[
-    ExpireProducers | RetainBatches | DropResponse | FailRequest | CrashRestart | LegacyMode,
+    ExpireProducers
+    | RetainBatches
+    | DropResponse
+    | FailRequest
+    | CrashRestart
+    | LegacyMode
+    | ForceRebalance
+    | ExpireMember
+    | CoordinatorUnavailable,
     Field(discriminator="kind"),
 ]
 FAULT_ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)

@@ -58,3 +58,24 @@ def nested(owner: type, name: str) -> type:
 
 def has_field(entity_type: type, name: str) -> bool:
     return any(f.name == name for f in dataclasses.fields(entity_type))
+
+
+@cache
+def _non_nullable(entity_type: Any) -> tuple[str, ...]:
+    """Fields kio types without `| None`: Kafka refuses a null there when it parses."""
+    return tuple(f.name for f in dataclasses.fields(entity_type) if "None" not in str(f.type))
+
+
+def null_field(entity: Any) -> str | None:
+    """The first non-nullable field (nested entities included) that decoded as null: kio reads
+    a null array or string anywhere, Kafka's parser rejects the request."""
+    entity_type: Any = type(entity)
+    for name in _non_nullable(entity_type):
+        value = getattr(entity, name)
+        if value is None:
+            return f"{type(entity).__name__}.{name}"
+        if isinstance(value, tuple):
+            for item in value:
+                if dataclasses.is_dataclass(item) and (found := null_field(item)) is not None:
+                    return found
+    return None

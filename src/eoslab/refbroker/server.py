@@ -19,7 +19,7 @@ from kio.schema.errors import ErrorCode
 from eoslab.kafka_api import api_name, error_name
 from eoslab.refbroker.apis import ApiVersionsHandler, RequestContext, api_handlers
 from eoslab.refbroker.broker import ReferenceBroker
-from eoslab.refbroker.protocol import decode, encode
+from eoslab.refbroker.protocol import decode, encode, null_field
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class KafkaProtocolServer:
         peer = writer.get_extra_info("peername")
         try:
             while (frame := await self._read_frame(reader)) is not None:
-                reply = await self._dispatch(frame)
+                reply = await self._dispatch(frame, peer)
                 if reply.data is not None:
                     writer.write(reply.data)
                     await writer.drain()
@@ -112,7 +112,7 @@ class KafkaProtocolServer:
         except asyncio.IncompleteReadError as eof:
             raise BadInputError(f"truncated frame: {len(eof.partial)} of {size} bytes") from None
 
-    async def _dispatch(self, frame: bytes) -> Reply:
+    async def _dispatch(self, frame: bytes, peer: object) -> Reply:
         api_key, api_version, correlation_id = HEADER_PREFIX.unpack_from(frame)
         self.broker.counters.count_request(api_key)
         handler = self.handlers.get(api_key)
@@ -128,7 +128,10 @@ class KafkaProtocolServer:
             raise BadInputError(
                 f"undecodable {api_name(api_key)} v{api_version} request: {undecodable!r}"
             ) from None
-        ctx = RequestContext(self.broker, api_version, response_type, header.client_id)
+        if (null := null_field(request)) is not None:
+            raise BadInputError(f"{api_name(api_key)} v{api_version} request: null {null}")
+        host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
+        ctx = RequestContext(self.broker, api_version, response_type, header.client_id, host)
         if not handler.supports(api_version):
             return Reply(_frame(correlation_id, handler.reject(request, ctx, UNSUPPORTED)))
         if (error := self.broker.request_faults.take_failure(api_key)) is not None:

@@ -108,6 +108,8 @@ class LocalRuntime:
             f"--control={HOST}:{service.ports['control']}",
             f"--data-dir={root / 'data'}",
             f"--zookeeper={self.config.zookeeper_connect}",
+            # as services/kafka/server.properties sets for the lab's Kafka brokers
+            "--group-initial-rebalance-delay-ms=0",
         ]
 
     def _java(self, service: Service, main: str, heap: str, conf: Path) -> list[str]:

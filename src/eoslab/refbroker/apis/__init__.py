@@ -5,6 +5,7 @@ from __future__ import annotations
 from eoslab.refbroker.apis.api_versions import ApiVersionsHandler
 from eoslab.refbroker.apis.base import ApiHandler, RequestContext
 from eoslab.refbroker.apis.fetch import FetchHandler
+from eoslab.refbroker.apis.groups import GROUP_HANDLERS
 from eoslab.refbroker.apis.metadata import DescribeClusterHandler, MetadataHandler
 from eoslab.refbroker.apis.offsets import DeleteRecordsHandler, ListOffsetsHandler
 from eoslab.refbroker.apis.produce import ProduceHandler
@@ -27,6 +28,7 @@ def api_handlers() -> dict[int, ApiHandler]:
             InitProducerIdHandler(),
             DescribeClusterHandler(),
             DescribeProducersHandler(),
+            *(handler() for handler in GROUP_HANDLERS),
         )
     }
     handlers[ApiVersionsHandler.api_key] = ApiVersionsHandler(handlers)

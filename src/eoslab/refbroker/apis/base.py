@@ -23,6 +23,8 @@ class RequestContext:
     response_type: type
     """The kio response class of this API at the request's version."""
     client_id: str | None
+    client_host: str = ""
+    """The client's address as Kafka shows it in DescribeGroups: "/127.0.0.1"."""
 
 
 class ApiHandler(abc.ABC):

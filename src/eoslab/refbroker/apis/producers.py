@@ -27,8 +27,8 @@ class InitProducerIdHandler(ApiHandler):
     Transactions are not implemented. An empty transactional id gets INVALID_REQUEST as in
     Kafka; any other one gets UNSUPPORTED_VERSION: non-retriable, so the Java client fails
     at once with "Unexpected error in InitProducerIdResponse" instead of looping on a
-    retriable COORDINATOR_NOT_AVAILABLE until max.block.ms. (It never gets that far anyway:
-    FindCoordinator, which a transactional client sends first, is not advertised.)
+    retriable COORDINATOR_NOT_AVAILABLE until max.block.ms. (FindCoordinator, which a
+    transactional client sends first, names this broker for a transactional id too.)
     """
 
     api_key = 22

@@ -28,7 +28,7 @@ command -v mvn >/dev/null \
   || fail "Maven not found; it fetches the Kafka and Spark jars. Install it (e.g. apt-get install maven)."
 
 # --- system tools the tests use: docker-compose validates the compose file without an engine,
-# headless chromium renders the reports
+# headless chromium renders the reports, PostgreSQL serves the consumer half's sink
 apt_install() {  # package, what it is for
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing $1 (for $2)"
@@ -40,6 +40,9 @@ apt_install() {  # package, what it is for
 }
 command -v docker-compose >/dev/null || apt_install docker-compose "checking compose/docker-compose.yml"
 command -v chromium >/dev/null || apt_install chromium "rendering the HTML reports in the report tests"
+# Debian keeps the PostgreSQL server off PATH, in /usr/lib/postgresql/<version>/bin
+command -v postgres >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
+  || apt_install postgresql "the consumer workload's PostgreSQL sink (eoslab.runtime.postgres)"
 
 # --- virtualenv -------------------------------------------------------------------------
 if ! fresh "$VENV/.installed" pyproject.toml; then

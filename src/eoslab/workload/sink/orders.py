@@ -4,11 +4,7 @@ An order is one producer session's key. Its records, in key_seq order, are a ser
 lifecycles: ``ORDER_CREATE``, ``ORDER_MODIFY`` m times, ``ORDER_CANCEL``, then the next
 lifecycle opens with ``ORDER_CREATE`` again. m (1..4) is seeded per key,
 ``1 + crc32("<seed>:<key>") % 4``, which Spark computes with its own ``crc32``, so the checker
-can derive the command of any record from the topic alone::
-
-    lifecycle = 3 + pmod(crc32(concat(seed, ':', key)), 4)
-    command   = CASE pmod(key_seq, lifecycle) WHEN 0 THEN 'ORDER_CREATE'
-                WHEN lifecycle - 1 THEN 'ORDER_CANCEL' ELSE 'ORDER_MODIFY' END
+can derive the command of any record from the topic alone (:data:`COMMAND_SQL`).
 
 A transition is valid when ``ORDER_CREATE`` finds no open order (none yet, or cancelled) and
 the others find one open; a doubled or reordered effect breaks that, or the order's version.
@@ -39,6 +35,15 @@ STATE_AFTER: dict[Command, State] = {
     Command.MODIFY: State.MODIFIED,
     Command.CANCEL: State.CANCELLED,
 }
+
+
+LIFECYCLE_SQL = f"(3 + pmod(crc32(concat({{seed}}, ':', {{key}})), {MAX_MODIFICATIONS}))"
+COMMAND_SQL = (
+    f"CASE pmod({{key_seq}}, {LIFECYCLE_SQL}) WHEN 0 THEN '{Command.CREATE}' "
+    f"WHEN {LIFECYCLE_SQL} - 1 THEN '{Command.CANCEL}' ELSE '{Command.MODIFY}' END"
+)
+"""Spark SQL for :func:`command_of`; ``.format(seed=..., key=..., key_seq=...)`` with column
+expressions."""
 
 
 def lifecycle(seed: int, key: str) -> int:

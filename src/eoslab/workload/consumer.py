@@ -33,10 +33,10 @@ from collections import Counter
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
-from pydantic import BaseModel, ConfigDict
 
 from eoslab import message as wire
 from eoslab.rundir import CommitTrigger, Effect, HandlerMode, RunDir, message_id, now_ms
+from eoslab.workload.consumer_spec import ConsumerLoop
 from eoslab.workload.consumption import ConsumptionJournal
 from eoslab.workload.group_metadata import NO_MEMBERSHIP, membership
 from eoslab.workload.handlers import AUTO_COMMIT, HANDLERS
@@ -49,10 +49,8 @@ AUTO_COMMIT_WAIT_S = 10.0
 """How long the auto-commit crash point waits for librdkafka's commit of what it handed out."""
 
 
-class ConsumerSpec(BaseModel):
+class ConsumerSpec(ConsumerLoop):
     """Everything one consumer session needs (the supervisor passes it as JSON)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_dir: Path
     run_id: str
@@ -65,11 +63,6 @@ class ConsumerSpec(BaseModel):
     sink: str
     seed: int
     config: dict[str, str | int | float | bool]
-    batch: int = 100
-    commit_every: int = 100
-    poll_timeout_s: float = 0.5
-    idle_exit_s: float = 30.0
-    max_runtime_s: float = 900.0
     crash_after_effects: int | None = None
     freeze_after_effects: int | None = None
 
@@ -167,7 +160,7 @@ class ConsumerSession:
         self.journal.processed(
             {
                 **self._membership_columns(),
-                "n": sum(self.counts[e] for e in Effect),
+                "n": self.processed,
                 "partition": partition,
                 "offset": offset,
                 "message_id": None
@@ -188,6 +181,10 @@ class ConsumerSession:
             self.pending[partition] = offset + 1
             self.since_commit += 1
         return effect
+
+    @property
+    def processed(self) -> int:
+        return sum(self.counts[effect] for effect in Effect)
 
     def _workload_message(self, record: Message) -> wire.Message | None:
         """The record as a workload message of this run, or None for a foreign record."""
@@ -332,7 +329,7 @@ class ConsumerSession:
         self._last_progress = time.monotonic()
         line = {
             **{str(name): count for name, count in self.counts.items()},
-            "processed": sum(self.counts[e] for e in Effect),
+            "processed": self.processed,
             "received": self.received,
             "committed": self.committed,
             "assignment": sorted(self.assignment),

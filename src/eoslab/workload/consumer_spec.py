@@ -32,9 +32,21 @@ RESERVED_CONSUMER_PROPERTIES = frozenset(
 """Set by the workload itself (the mode decides enable.auto.commit), never by a spec."""
 
 
-class ConsumerWorkloadSpec(BaseModel):
+class ConsumerLoop(BaseModel):
+    """How every consumer of a workload takes records, commits, and ends."""
+
     model_config = ConfigDict(extra="forbid")
 
+    batch: int = Field(100, ge=1, le=100_000, description="records per consume() call")
+    commit_every: int = Field(100, ge=1, description="records processed between two commits")
+    poll_timeout_s: float = Field(0.5, gt=0, description="how long one consume() call waits")
+    idle_exit_s: float = Field(
+        30.0, gt=0, description="a consumer with nothing to read this long ends cleanly"
+    )
+    max_runtime_s: float = Field(900.0, gt=0, description="a consumer is terminated after this")
+
+
+class ConsumerWorkloadSpec(ConsumerLoop):
     consumers: int = Field(1, ge=1, le=32, description="consumer processes in the group")
     mode: HandlerMode = Field(description="the handler mode of every consumer")
     sink: str | None = Field(
@@ -44,13 +56,6 @@ class ConsumerWorkloadSpec(BaseModel):
     config: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="librdkafka consumer properties over the defaults"
     )
-    batch: int = Field(100, ge=1, le=100_000, description="records per consume() call")
-    commit_every: int = Field(100, ge=1, description="records processed between two commits")
-    poll_timeout_s: float = Field(0.5, gt=0, description="how long one consume() call waits")
-    idle_exit_s: float = Field(
-        30.0, gt=0, description="a consumer with nothing to read this long ends cleanly"
-    )
-    max_runtime_s: float = Field(900.0, gt=0, description="a consumer is terminated after this")
     crash_after_effects: dict[int, int] = Field(
         default_factory=dict,
         description="consumer -> N: its first session kills itself (-9) after N applied effects",

@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo, RunDir, now_ms
 from eoslab.runtime.health import wait_until
 from eoslab.workload.consumer import ConsumerSpec
-from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
+from eoslab.workload.consumer_spec import ConsumerLoop, ConsumerWorkloadSpec
 from eoslab.workload.consumption import seal_session
 from eoslab.workload.sessions import SessionProcess, stop_all
 from eoslab.workload.sink.database import Sink, describe
@@ -253,6 +253,7 @@ class ConsumerWorkload:
         spec = self.spec
         session_id = uuid.uuid4().hex
         session_spec = ConsumerSpec(
+            **spec.model_dump(include=set(ConsumerLoop.model_fields)),
             run_dir=self.run_dir.path,
             run_id=self.run_id,
             session_id=session_id,
@@ -264,11 +265,6 @@ class ConsumerWorkload:
             sink=self.sink,
             seed=self.seed,
             config=spec.consumer_config,
-            batch=spec.batch,
-            commit_every=spec.commit_every,
-            poll_timeout_s=spec.poll_timeout_s,
-            idle_exit_s=spec.idle_exit_s,
-            max_runtime_s=spec.max_runtime_s,
             crash_after_effects=crash_after_effects,
             freeze_after_effects=freeze_after_effects,
         )

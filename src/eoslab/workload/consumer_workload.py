@@ -17,7 +17,6 @@ from __future__ import annotations
 import signal
 import threading
 import uuid
-from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -26,7 +25,7 @@ from eoslab.runtime.health import wait_until
 from eoslab.workload.consumer import ConsumerSpec
 from eoslab.workload.consumer_spec import ConsumerLoop, ConsumerWorkloadSpec
 from eoslab.workload.consumption import seal_session
-from eoslab.workload.sessions import SessionProcess, stop_all
+from eoslab.workload.sessions import Session, SessionProcess, stop_all
 from eoslab.workload.sink.database import Sink, describe
 
 STOP_GRACE_S = 15.0
@@ -35,12 +34,6 @@ OFFSETS_TIMEOUT_S = 10.0
 
 class ConsumerWorkloadError(RuntimeError):
     """The consumer workload cannot do what was asked (e.g. crash a consumer that is not running)."""
-
-
-@dataclass
-class _Session:
-    info: ConsumerSessionInfo
-    process: SessionProcess
 
 
 class ConsumerWorkload:
@@ -64,7 +57,9 @@ class ConsumerWorkload:
         self.seed = seed
         self.group = spec.group or f"eoslab-{run_id}"
         self.sink = spec.sink or str(run_dir.sink_sqlite)
-        self._sessions: dict[int, list[_Session]] = {c: [] for c in range(spec.consumers)}
+        self._sessions: dict[int, list[Session[ConsumerSessionInfo]]] = {
+            c: [] for c in range(spec.consumers)
+        }
         self._lock = threading.Lock()
         self._observer: Consumer | None = None
 
@@ -228,11 +223,11 @@ class ConsumerWorkload:
         ]
 
     # ---------------------------------------------------------------- internals
-    def _all(self) -> list[_Session]:
+    def _all(self) -> list[Session[ConsumerSessionInfo]]:
         with self._lock:
             return [s for sessions in self._sessions.values() for s in sessions]
 
-    def _current(self, consumer: int) -> _Session | None:
+    def _current(self, consumer: int) -> Session[ConsumerSessionInfo] | None:
         with self._lock:
             if consumer not in self._sessions:
                 raise ConsumerWorkloadError(
@@ -241,7 +236,7 @@ class ConsumerWorkload:
             sessions = self._sessions[consumer]
             return sessions[-1] if sessions else None
 
-    def _running(self, consumer: int) -> _Session:
+    def _running(self, consumer: int) -> Session[ConsumerSessionInfo]:
         session = self._current(consumer)
         if session is None or not session.process.running:
             raise ConsumerWorkloadError(f"consumer {consumer} has no running session")
@@ -249,7 +244,7 @@ class ConsumerWorkload:
 
     def _launch(
         self, consumer: int, crash_after_effects: int | None, freeze_after_effects: int | None
-    ) -> _Session:
+    ) -> Session[ConsumerSessionInfo]:
         spec = self.spec
         session_id = uuid.uuid4().hex
         session_spec = ConsumerSpec(
@@ -274,7 +269,7 @@ class ConsumerWorkload:
             seal_session(self.run_dir, consumer, session_id)
             info.ended_ms = now_ms()
 
-        session = _Session(
+        session = Session(
             info,
             SessionProcess(
                 "eoslab.workload.consumer",

@@ -15,8 +15,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+Info = TypeVar("Info")
 
 
 class SessionProcess:
@@ -73,6 +76,14 @@ class SessionProcess:
                 continue
         self.process.wait()
         self._on_exit(self)
+
+
+@dataclass
+class Session(Generic[Info]):
+    """A supervisor's record of one session: what run.json says of it, and its process."""
+
+    info: Info
+    process: SessionProcess
 
 
 def stop_all(sessions: Iterable[SessionProcess], grace_s: float) -> None:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 
 from eoslab.rundir import RunDir, SessionInfo, now_ms
 from eoslab.workload.ledger import read_journal, settle_killed_session
 from eoslab.workload.producer import SessionSpec
-from eoslab.workload.sessions import SessionProcess, stop_all
+from eoslab.workload.sessions import Session, SessionProcess, stop_all
 from eoslab.workload.spec import WorkloadSpec
 
 STOP_GRACE_S = 10.0
@@ -24,12 +23,6 @@ STOP_GRACE_S = 10.0
 
 class WorkloadError(RuntimeError):
     """The workload cannot do what was asked (e.g. crash a producer that is not running)."""
-
-
-@dataclass
-class _Session:
-    info: SessionInfo
-    process: SessionProcess
 
 
 class Workload:
@@ -53,7 +46,9 @@ class Workload:
         self.partitions = partitions
         self.seed = seed
         self.producer_config = producer_config
-        self._sessions: dict[int, list[_Session]] = {p: [] for p in range(spec.producers)}
+        self._sessions: dict[int, list[Session[SessionInfo]]] = {
+            p: [] for p in range(spec.producers)
+        }
         self._lock = threading.Lock()
         self._started_at: float | None = None
 
@@ -120,11 +115,11 @@ class Workload:
         ]
 
     # ---------------------------------------------------------------- internals
-    def _all(self) -> list[_Session]:
+    def _all(self) -> list[Session[SessionInfo]]:
         with self._lock:
             return [s for sessions in self._sessions.values() for s in sessions]
 
-    def _current(self, producer: int) -> _Session | None:
+    def _current(self, producer: int) -> Session[SessionInfo] | None:
         if producer not in self._sessions:
             raise WorkloadError(f"no producer {producer} (producers: 0..{self.spec.producers - 1})")
         with self._lock:
@@ -142,7 +137,7 @@ class Workload:
             duration = max(0.001, duration - (time.monotonic() - self._started_at))
         return records, duration
 
-    def _launch(self, producer: int) -> _Session:
+    def _launch(self, producer: int) -> Session[SessionInfo]:
         records, duration = self._remaining(producer)
         session_id = uuid.uuid4().hex
         with self._lock:
@@ -170,7 +165,7 @@ class Workload:
         def ended(_: SessionProcess) -> None:
             info.ended_ms = now_ms()
 
-        session = _Session(
+        session = Session(
             info,
             SessionProcess(
                 "eoslab.workload.producer",

@@ -29,7 +29,7 @@ command -v mvn >/dev/null \
 
 # --- system tools the tests use: docker-compose validates the compose file without an engine,
 # headless chromium renders the reports, kcat is one of the group consumers the reference
-# broker is tested with
+# broker is tested with, PostgreSQL serves the consumer half's sink
 apt_install() {  # package, what it is for
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing $1 (for $2)"
@@ -42,6 +42,9 @@ apt_install() {  # package, what it is for
 command -v docker-compose >/dev/null || apt_install docker-compose "checking compose/docker-compose.yml"
 command -v chromium >/dev/null || apt_install chromium "rendering the HTML reports in the report tests"
 command -v kcat >/dev/null || apt_install kcat "the kcat group consumer tests"
+# Debian keeps the PostgreSQL server off PATH, in /usr/lib/postgresql/<version>/bin
+command -v postgres >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
+  || apt_install postgresql "the consumer workload's PostgreSQL sink (eoslab.runtime.postgres)"
 
 # --- the franz-go group consumer the tests build (tests/refbroker/franzgo): its modules
 if command -v go >/dev/null; then

@@ -15,6 +15,7 @@ This layout is the contract between the run executor (which writes it) and the c
       journal/<session_id>.tsv     the producer's send journal (internal to the workload: after
                                    a producer is killed it turns in-flight sends into
                                    `indeterminate` history rows)
+      consumption/, sink.sqlite    the consumer half, when a consumer workload ran (below)
       checker/                     written by the checker only
         anomalies/<name>/          Parquet, one dataset per anomaly
         metrics.json
@@ -41,6 +42,41 @@ pyarrow datasets skip them.
 
 ``faults.jsonl`` lines: ``ts_ms`` (wall clock), ``kind``, ``target``, ``detail`` (object),
 ``phase`` (``start`` | ``end`` | ``instant``).
+
+The consumer half (seed ``004_*``): the consumer workload's sink and its **consumption
+ledger**, what the consumer checker reads beside the topic and the history::
+
+    runs/<run_id>/
+      sink.sqlite                  the sink when no PostgreSQL URL is given (a PostgreSQL sink
+                                   lives in its server); tables ``orders``, ``effects``,
+                                   ``processed_message`` (:mod:`eoslab.workload.sink.database`)
+      consumption/
+        processed/c<consumer>-<consumer_session>.parquet
+                                   PROCESSED_SCHEMA; one row per record the session processed,
+                                   ``n`` = its processing order
+        commits/c<consumer>-<consumer_session>.parquet
+                                   COMMITS_SCHEMA; one row per partition of every offset commit,
+                                   successful or not
+        journal/<consumer_session>.jsonl
+                                   the session's journal (internal to the workload): each ledger
+                                   row as one JSON line in one write(), a processed row before
+                                   the commit of its offset; once the session has ended (cleanly
+                                   or by kill -9) the supervisor seals it into the two files above
+        journal/<consumer_session>.log
+                                   the session's stderr
+
+A session's Parquet files appear when it has ended, and only for rows it has (read the
+folders as datasets, with the schemas). A record's identity is the producer's
+(:func:`message_id`: session id, partition and seq from the value), so a record written twice
+by the producer is one message; ``partition`` and ``offset`` say where the consumer read it.
+``effect`` (:class:`Effect`): ``applied`` (the handler changed the sink), ``duplicate`` (the
+handler found it already applied and changed nothing), ``foreign`` (not a workload record of
+this run: nothing applied, committed past). ``member_id`` and ``generation`` are the group
+membership the consumer's librdkafka held when it processed the record or sent the commit
+(the generation its OffsetCommit carries): ``""`` and -1 outside a group generation.
+Commit ``trigger`` (:class:`CommitTrigger`): ``every`` (commit_every records since the last),
+``idle`` (nothing left to read), ``revoke`` (partitions about to be taken away), ``close``
+(clean end of the session), ``auto`` (librdkafka's auto-commit, from its commit report).
 """
 
 from __future__ import annotations
@@ -170,6 +206,8 @@ class RunInfo(BaseModel):
     """Anomaly name -> "0" | ">0" | ">=0" | "any"; plus optional "errors": {error name ->
     the same forms}, the broker error codes the run is expected to provoke."""
     sessions: list[SessionInfo] = Field(default_factory=list)
+    consumption: ConsumptionInfo | None = None
+    """The consumer half, when a consumer workload ran (see the module docstring)."""
 
 
 class Check(BaseModel):
@@ -334,3 +372,147 @@ class RunDir:
             os.write(fd, line)
         finally:
             os.close(fd)
+
+    # ------------------------------------------------------------ the consumer half (seed 004)
+    @property
+    def sink_sqlite(self) -> Path:
+        return self.path / "sink.sqlite"
+
+    @property
+    def consumption_dir(self) -> Path:
+        return self.path / "consumption"
+
+    @property
+    def processed_dir(self) -> Path:
+        return self.consumption_dir / "processed"
+
+    @property
+    def commits_dir(self) -> Path:
+        return self.consumption_dir / "commits"
+
+    @property
+    def consumer_journal_dir(self) -> Path:
+        return self.consumption_dir / "journal"
+
+    def processed_file(self, consumer: int, session_id: str) -> Path:
+        return self.processed_dir / f"c{consumer}-{session_id}.parquet"
+
+    def commits_file(self, consumer: int, session_id: str) -> Path:
+        return self.commits_dir / f"c{consumer}-{session_id}.parquet"
+
+    def consumer_journal_file(self, session_id: str) -> Path:
+        return self.consumer_journal_dir / f"{session_id}.jsonl"
+
+    def consumer_log_file(self, session_id: str) -> Path:
+        return self.consumer_journal_dir / f"{session_id}.log"
+
+    def create_consumption(self) -> RunDir:
+        """Make the consumption ledger's folders (the run directory may exist already)."""
+        for folder in (self.processed_dir, self.commits_dir, self.consumer_journal_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+# ================================================================================================
+# The consumer half (seed 004): handler modes, the consumption ledger's schemas, run.json's part.
+# ================================================================================================
+
+HandlerMode = Literal["auto-commit", "commit-after", "idempotent", "dedup-table"]
+"""How a consumer applies records and commits offsets (ARCHITECTURE.md, "The consumer half")."""
+HANDLER_MODES: tuple[str, ...] = get_args(HandlerMode)
+
+
+class Effect(StrEnum):
+    """What processing a record did to the sink (see the module docstring)."""
+
+    APPLIED = "applied"
+    DUPLICATE = "duplicate"
+    FOREIGN = "foreign"
+
+
+class CommitTrigger(StrEnum):
+    """Why a consumer committed (see the module docstring)."""
+
+    EVERY = "every"
+    IDLE = "idle"
+    REVOKE = "revoke"
+    CLOSE = "close"
+    AUTO = "auto"
+
+
+def message_id(session_id: str, partition: int, seq: int) -> str:
+    """A record's identity, the producer's: ``<session_id>:<partition>:<seq>`` of the value."""
+    return f"{session_id}:{partition}:{seq}"
+
+
+_MEMBERSHIP = [
+    pa.field("run_id", pa.string(), nullable=False),
+    pa.field("consumer", pa.int32(), nullable=False),
+    pa.field("consumer_session", pa.string(), nullable=False),
+    pa.field("member_id", pa.string(), nullable=False),
+    pa.field("generation", pa.int32(), nullable=False),
+]
+
+PROCESSED_SCHEMA = pa.schema(
+    [
+        *_MEMBERSHIP,
+        pa.field("n", pa.int64(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("message_id", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("producer", pa.int32()),
+        pa.field("seq", pa.int64()),
+        pa.field("key", pa.string()),
+        pa.field("key_seq", pa.int64()),
+        pa.field("effect", pa.string(), nullable=False),
+        pa.field("apply_order", pa.int64()),
+        pa.field("processed_ms", pa.int64(), nullable=False),
+    ]
+)
+"""The processed records: the message columns (``message_id`` .. ``key_seq``, from the value)
+are null for a ``foreign`` record; ``apply_order`` (the sink's ``effects.apply_order``) is null
+unless ``applied``; ``processed_ms`` is when the sink's transaction ended."""
+
+COMMITS_SCHEMA = pa.schema(
+    [
+        *_MEMBERSHIP,
+        pa.field("commit", pa.int64(), nullable=False),
+        pa.field("trigger", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("error", pa.string()),
+        pa.field("committed_ms", pa.int64(), nullable=False),
+    ]
+)
+"""The commits: ``commit`` numbers a session's commits (0, 1, ...; one per request, a row per
+partition); ``offset`` is the committed position (the next record to read); ``error`` is null
+on success, else librdkafka's error name (for the partition, or for the whole request)."""
+
+
+class ConsumerSessionInfo(BaseModel):
+    """One consumer process lifetime: a new session (and a new group member) on every start."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    consumer: int
+    started_ms: int
+    ended_ms: int | None = None
+
+
+class ConsumptionInfo(BaseModel):
+    """``run.json``'s ``consumption``: the consumer workload's group, mode and sink."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: str
+    mode: HandlerMode
+    sink: str
+    """``sqlite:<path>`` or the PostgreSQL URL without its password."""
+    consumers: int
+    consumer_config: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    sessions: list[ConsumerSessionInfo] = Field(default_factory=list)
+
+
+RunInfo.model_rebuild()

@@ -25,6 +25,13 @@ from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir
 from eoslab.workload.outcomes import PRODUCER_KILLED
 
 
+def write_part(table: pa.Table, final: Path) -> None:
+    """Write a Parquet file under a hidden name, then rename it: a reader sees all or nothing."""
+    partial = final.with_name(f".{final.name}.partial")
+    pq.write_table(table, partial)
+    os.replace(partial, final)
+
+
 class HistoryWriter:
     """One producer session's outcome rows, flushed by count or age into part files."""
 
@@ -99,10 +106,7 @@ class HistoryWriter:
         if not self._buffered:
             return
         table = pa.Table.from_pydict(self._rows, schema=HISTORY_SCHEMA)
-        final = self._run_dir.history_file(self._producer, self._session_id, self._part)
-        partial = final.with_name(f".{final.name}.partial")
-        pq.write_table(table, partial)
-        os.replace(partial, final)
+        write_part(table, self._run_dir.history_file(self._producer, self._session_id, self._part))
         self._part += 1
         self.rows_written += self._buffered
         self._rows = {name: [] for name in HISTORY_SCHEMA.names}

@@ -8,20 +8,15 @@ broker) that sends what is left of the producer's share.
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Any
 
 from eoslab.clock import now_ms, wait_until
 from eoslab.rundir import RunDir, SessionInfo
 from eoslab.workload.ledger import read_journal, settle_killed_session
 from eoslab.workload.producer import SessionSpec
+from eoslab.workload.sessions import Session, SessionProcess, stop_all
 from eoslab.workload.spec import WorkloadSpec
 
 STOP_GRACE_S = 10.0
@@ -29,15 +24,6 @@ STOP_GRACE_S = 10.0
 
 class WorkloadError(RuntimeError):
     """The workload cannot do what was asked (e.g. crash a producer that is not running)."""
-
-
-@dataclass
-class _Session:
-    info: SessionInfo
-    process: subprocess.Popen[bytes]
-    progress: dict[str, Any] = field(default_factory=dict)
-    reader: threading.Thread | None = None
-    killed: bool = False
 
 
 class Workload:
@@ -61,7 +47,9 @@ class Workload:
         self.partitions = partitions
         self.seed = seed
         self.producer_config = producer_config
-        self._sessions: dict[int, list[_Session]] = {p: [] for p in range(spec.producers)}
+        self._sessions: dict[int, list[Session[SessionInfo]]] = {
+            p: [] for p in range(spec.producers)
+        }
         self._lock = threading.Lock()
         self._started_at: float | None = None
 
@@ -74,38 +62,22 @@ class Workload:
     def crash(self, producer: int) -> SessionInfo:
         """kill -9 the producer's running session; settle its in-flight records."""
         session = self._current(producer)
-        if session is None or session.process.poll() is not None:
+        if session is None or not session.process.running:
             raise WorkloadError(f"producer {producer} has no running session to crash")
-        session.killed = True
-        session.process.kill()
-        session.process.wait(timeout=STOP_GRACE_S)
-        if session.reader is not None:
-            session.reader.join(timeout=STOP_GRACE_S)
+        session.process.kill(STOP_GRACE_S)
         settle_killed_session(self.run_dir, self.run_id, session.info.session_id, producer)
         return session.info
 
     def restart(self, producer: int) -> SessionInfo:
         """A new session for what is left of the producer's share (nothing if all was sent)."""
         current = self._current(producer)
-        if current is not None and current.process.poll() is None:
+        if current is not None and current.process.running:
             raise WorkloadError(f"producer {producer} is still running")
         return self._launch(producer).info
 
     def stop(self) -> None:
         """SIGTERM every running session (they finish cleanly), SIGKILL after a grace."""
-        running = [s for s in self._all() if s.process.poll() is None]
-        for session in running:
-            session.process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_S
-        for session in running:
-            try:
-                session.process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                session.process.kill()
-                session.process.wait()
-        for session in running:
-            if session.reader is not None:
-                session.reader.join(timeout=STOP_GRACE_S)
+        stop_all((s.process for s in self._all()), STOP_GRACE_S)
 
     def wait(self, timeout_s: float, poll_s: float = 0.1) -> bool:
         """Until every session has exited (True) or the timeout (False)."""
@@ -114,17 +86,17 @@ class Workload:
     # ---------------------------------------------------------------- views
     @property
     def finished(self) -> bool:
-        return all(s.process.poll() is not None and not _reading(s) for s in self._all())
+        return all(s.process.finished for s in self._all())
 
     @property
     def acked(self) -> int:
-        return sum(int(s.progress.get("ack", 0)) for s in self._all())
+        return sum(int(s.process.progress.get("ack", 0)) for s in self._all())
 
     @property
     def settled(self) -> int:
         """Records with a final outcome so far (ack, fail, indeterminate, unsent)."""
         outcomes = ("ack", "fail", "indeterminate", "unsent")
-        return sum(int(s.progress.get(o, 0)) for s in self._all() for o in outcomes)
+        return sum(int(s.process.progress.get(o, 0)) for s in self._all() for o in outcomes)
 
     @property
     def sessions(self) -> list[SessionInfo]:
@@ -135,15 +107,15 @@ class Workload:
         return [
             f"producer {s.info.producer} session {s.info.session_id} exited {s.process.returncode}"
             for s in self._all()
-            if s.process.returncode not in (None, 0) and not s.killed
+            if s.process.returncode not in (None, 0) and not s.process.killed
         ]
 
     # ---------------------------------------------------------------- internals
-    def _all(self) -> list[_Session]:
+    def _all(self) -> list[Session[SessionInfo]]:
         with self._lock:
             return [s for sessions in self._sessions.values() for s in sessions]
 
-    def _current(self, producer: int) -> _Session | None:
+    def _current(self, producer: int) -> Session[SessionInfo] | None:
         if producer not in self._sessions:
             raise WorkloadError(f"no producer {producer} (producers: 0..{self.spec.producers - 1})")
         with self._lock:
@@ -161,7 +133,7 @@ class Workload:
             duration = max(0.001, duration - (time.monotonic() - self._started_at))
         return records, duration
 
-    def _launch(self, producer: int) -> _Session:
+    def _launch(self, producer: int) -> Session[SessionInfo]:
         records, duration = self._remaining(producer)
         session_id = uuid.uuid4().hex
         with self._lock:
@@ -184,36 +156,20 @@ class Workload:
             seed=self.seed,
             flush_timeout_s=self.spec.flush_timeout_s,
         )
-        log = self.run_dir.journal_dir / f"{session_id}.log"
-        with log.open("wb") as stderr:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "eoslab.workload.producer", spec.model_dump_json()],
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                stdin=subprocess.DEVNULL,
-            )
-        session = _Session(
-            SessionInfo(session_id=session_id, producer=producer, started_ms=now_ms()), process
-        )
-        session.reader = threading.Thread(
-            target=self._read_progress, args=(session,), name=f"progress-{producer}", daemon=True
+        info = SessionInfo(session_id=session_id, producer=producer, started_ms=now_ms())
+
+        def ended(_: SessionProcess) -> None:
+            info.ended_ms = now_ms()
+
+        session = Session(
+            info,
+            SessionProcess(
+                "eoslab.workload.producer",
+                spec.model_dump_json(),
+                self.run_dir.journal_dir / f"{session_id}.log",
+                on_exit=ended,
+            ),
         )
         with self._lock:
             self._sessions[producer].append(session)
-        session.reader.start()
         return session
-
-    @staticmethod
-    def _read_progress(session: _Session) -> None:
-        assert session.process.stdout is not None
-        for line in session.process.stdout:
-            try:
-                session.progress = json.loads(line)
-            except ValueError:
-                continue
-        session.process.wait()
-        session.info.ended_ms = now_ms()
-
-
-def _reading(session: _Session) -> bool:
-    return session.reader is not None and session.reader.is_alive()

@@ -1,0 +1,200 @@
+"""A PostgreSQL server for the consumer workload's sink: a cluster of its own in a folder.
+
+Debian's PostgreSQL server (package ``postgresql``: ``initdb`` and ``postgres`` under
+``/usr/lib/postgresql/<version>/bin``), not a pip-installed one: it is the server users run,
+and `make setup` installs it with apt like the other system tools.
+
+The server listens on 127.0.0.1 only (no Unix socket) and asks for a password: a random
+one, generated at ``init`` and kept in ``<folder>/password`` (mode 0600); there is no
+default password. PostgreSQL refuses to run as root, so as root both ``initdb`` and
+``postgres`` run as the unprivileged user ``nobody``, who then owns the data folder; every
+folder above it must be open to others (o+x), e.g. a folder under /tmp.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from eoslab.runtime.topology import HOST
+
+SUPERUSER = "eoslab"
+UNPRIVILEGED_USER = "nobody"
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+DEBIAN_BINARIES = Path("/usr/lib/postgresql")
+
+
+class PostgresError(RuntimeError):
+    """The server could not be set up, started or reached; the message says why."""
+
+
+def binaries() -> Path:
+    """The folder with ``initdb`` and ``postgres``: on PATH, else Debian's newest version."""
+    on_path = shutil.which("postgres")
+    if on_path and shutil.which("initdb"):
+        return Path(on_path).resolve().parent
+    versions = sorted(
+        (p for p in DEBIAN_BINARIES.glob("*/bin") if (p / "postgres").is_file()),
+        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    )
+    if not versions:
+        raise PostgresError(
+            "PostgreSQL server binaries not found (initdb, postgres); install Debian's "
+            "server: apt-get install postgresql (make setup does it as root)"
+        )
+    return versions[-1]
+
+
+class PostgresServer:
+    """``<root>/data`` (the cluster), ``<root>/password``, ``<root>/postgres.log``."""
+
+    def __init__(self, root: Path, port: int, host: str = HOST) -> None:
+        self.root = Path(root).resolve()
+        self.port = port
+        self.host = host
+        self.data_dir = self.root / "data"
+        self.log = self.root / "postgres.log"
+        self.password_file = self.root / "password"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._as = UNPRIVILEGED_USER if os.geteuid() == 0 else None
+
+    def url(self, database: str = "postgres") -> str:
+        password = self.password_file.read_text().strip()
+        return f"postgresql://{SUPERUSER}:{password}@{self.host}:{self.port}/{database}"
+
+    # ---------------------------------------------------------------- lifecycle
+    def init(self) -> None:
+        """Create the cluster (once: an existing one is kept, with its password)."""
+        if (self.data_dir / "PG_VERSION").is_file():
+            return
+        self._check_reachable()
+        self.root.mkdir(parents=True, exist_ok=True)
+        password = secrets.token_hex(16)
+        self.password_file.write_text(password + "\n")
+        self.password_file.chmod(0o600)
+        self.data_dir.mkdir(mode=0o700)
+        pwfile = self.root / ".initdb-password"
+        pwfile.write_text(password + "\n")
+        self._give_away(self.data_dir, pwfile)
+        try:
+            done = subprocess.run(
+                [
+                    str(binaries() / "initdb"),
+                    f"--pgdata={self.data_dir}",
+                    f"--username={SUPERUSER}",
+                    f"--pwfile={pwfile}",
+                    "--auth=scram-sha-256",
+                    "--encoding=UTF8",
+                    "--locale=C",
+                    "--no-instructions",
+                ],
+                capture_output=True,
+                timeout=120,
+                user=self._as,
+                extra_groups=[] if self._as else None,
+                check=False,
+            )
+        finally:
+            pwfile.unlink()
+        if done.returncode != 0:
+            raise PostgresError(f"initdb failed: {done.stderr.decode(errors='replace')[-2000:]}")
+
+    def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Start the server and wait (bounded) until it accepts a login."""
+        self.init()
+        with self.log.open("ab") as log:
+            self._process = subprocess.Popen(
+                [
+                    str(binaries() / "postgres"),
+                    "-D",
+                    str(self.data_dir),
+                    "-h",
+                    self.host,
+                    "-p",
+                    str(self.port),
+                    "-c",
+                    "unix_socket_directories=",
+                    "-c",
+                    "max_connections=50",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                user=self._as,
+                extra_groups=[] if self._as else None,
+            )
+        deadline = time.monotonic() + timeout_s
+        while not self._accepts_login():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise PostgresError(
+                    f"PostgreSQL on {self.host}:{self.port} did not come up within {timeout_s} s; "
+                    f"its log ({self.log}) ends with:\n{self._log_tail()}"
+                )
+            time.sleep(0.2)
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Fast shutdown (SIGINT: sessions are ended, work is checkpointed); kill -9 after."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=timeout_s)
+
+    def __enter__(self) -> PostgresServer:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- databases
+    def create_database(self, name: str) -> str:
+        """A new empty database; returns its URL."""
+        with psycopg.connect(self.url(), autocommit=True, connect_timeout=10) as connection:
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return self.url(name)
+
+    # ---------------------------------------------------------------- internals
+    def _accepts_login(self) -> bool:
+        try:
+            with psycopg.connect(self.url(), connect_timeout=2):
+                return True
+        except psycopg.OperationalError:
+            return False
+
+    def _check_reachable(self) -> None:
+        """As root the server runs as nobody, who must be able to walk down to its folder."""
+        if self._as is None:
+            return
+        existing = [self.root] if self.root.exists() else []
+        for folder in [*existing, *self.root.parents]:
+            if not folder.stat().st_mode & 0o001:
+                raise PostgresError(
+                    f"{folder} is closed to others, so user {self._as} cannot reach "
+                    f"{self.root}; put the server's folder under one open to all (e.g. /tmp)"
+                )
+
+    def _give_away(self, *paths: Path) -> None:
+        if self._as is not None:
+            for path in paths:
+                shutil.chown(path, user=self._as)
+
+    def _log_tail(self, lines: int = 20) -> str:
+        if not self.log.is_file():
+            return "(no log)"
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])

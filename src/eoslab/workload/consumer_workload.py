@@ -1,0 +1,283 @@
+"""The consumer workload as a whole: C consumer processes in one group, and what befalls them.
+
+Each consumer index runs one session at a time, a ``python -m eoslab.workload.consumer``
+process: a new session id and a new group member on every start. The nemesis acts on them
+as on real applications: ``crash`` (kill -9), ``pause``/``resume`` (SIGSTOP/SIGCONT: past
+session.timeout.ms the coordinator gives the partitions away and the member comes back a
+zombie), ``join`` (one more member) and ``leave`` (a clean close); ``restart`` starts a new
+session. Whenever a session's process ends, however it ends, its journal is sealed into the
+consumption ledger.
+
+The group is done when its committed offsets have reached the ends of the partitions (the
+offsets the producers left); every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import uuid
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from eoslab.clock import now_ms, wait_until
+from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo, RunDir
+from eoslab.workload.consumer import ConsumerSpec
+from eoslab.workload.consumer_spec import ConsumerLoop, ConsumerWorkloadSpec
+from eoslab.workload.consumption import seal_session
+from eoslab.workload.sessions import Session, SessionProcess, stop_all
+from eoslab.workload.sink.database import Sink, describe
+
+STOP_GRACE_S = 15.0
+OFFSETS_TIMEOUT_S = 10.0
+
+
+class ConsumerWorkloadError(RuntimeError):
+    """The consumer workload cannot do what was asked (e.g. crash a consumer that is not running)."""
+
+
+class ConsumerWorkload:
+    def __init__(
+        self,
+        spec: ConsumerWorkloadSpec,
+        *,
+        run_dir: RunDir,
+        run_id: str,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        seed: int,
+    ) -> None:
+        self.spec = spec
+        self.run_dir = run_dir
+        self.run_id = run_id
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.partitions = partitions
+        self.seed = seed
+        self.group = spec.group or f"eoslab-{run_id}"
+        self.sink = spec.sink or str(run_dir.sink_sqlite)
+        self._sessions: dict[int, list[Session[ConsumerSessionInfo]]] = {
+            c: [] for c in range(spec.consumers)
+        }
+        self._lock = threading.Lock()
+        self._observer: Consumer | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Prepare the ledger folders and an empty sink, then start every consumer."""
+        self.run_dir.create_consumption()
+        sink = Sink(self.sink)
+        try:
+            sink.create_schema()
+            if not sink.is_empty():
+                raise ConsumerWorkloadError(f"the sink {describe(self.sink)} is not empty")
+        finally:
+            sink.close()
+        for consumer in range(self.spec.consumers):
+            self._launch(
+                consumer,
+                crash_after_effects=self.spec.crash_after_effects.get(consumer),
+                freeze_after_effects=self.spec.freeze_after_effects.get(consumer),
+            )
+
+    def crash(self, consumer: int) -> ConsumerSessionInfo:
+        """kill -9 the consumer's running session; returns once its ledger is sealed."""
+        session = self._running(consumer)
+        session.process.kill(STOP_GRACE_S)
+        return session.info
+
+    def restart(
+        self,
+        consumer: int,
+        *,
+        crash_after_effects: int | None = None,
+        freeze_after_effects: int | None = None,
+    ) -> ConsumerSessionInfo:
+        """A new session (a new member) for a consumer whose last session has ended."""
+        current = self._current(consumer)
+        if current is not None and current.process.running:
+            raise ConsumerWorkloadError(f"consumer {consumer} is still running")
+        return self._launch(consumer, crash_after_effects, freeze_after_effects).info
+
+    def pause(self, consumer: int) -> None:
+        """SIGSTOP: every thread stops, heartbeats too; sockets stay open."""
+        self._running(consumer).process.signal(signal.SIGSTOP)
+
+    def resume(self, consumer: int) -> None:
+        self._running(consumer).process.signal(signal.SIGCONT)
+
+    def join(self) -> int:
+        """One more consumer in the group; returns its index."""
+        with self._lock:
+            consumer = len(self._sessions)
+            self._sessions[consumer] = []
+        self._launch(consumer, None, None)
+        return consumer
+
+    def leave(self, consumer: int) -> ConsumerSessionInfo:
+        """A clean close: the consumer commits, leaves the group and ends (bounded)."""
+        session = self._running(consumer)
+        stop_all([session.process], STOP_GRACE_S)
+        return session.info
+
+    def stop(self) -> None:
+        """End every running session cleanly (SIGKILL after a grace)."""
+        stop_all((s.process for s in self._all()), STOP_GRACE_S)
+        if self._observer is not None:
+            self._observer.close()
+            self._observer = None
+
+    def wait(self, timeout_s: float, poll_s: float = 0.1) -> bool:
+        """Until every session has ended and been sealed (True) or the timeout (False)."""
+        return bool(wait_until(lambda: self.finished, timeout_s, poll_s))
+
+    # ---------------------------------------------------------------- offsets
+    def end_offsets(self) -> dict[int, int]:
+        """Each partition's high watermark now (where the producers left it)."""
+        observer = self._offsets_observer()
+        return {
+            p: observer.get_watermark_offsets(
+                TopicPartition(self.topic, p), timeout=OFFSETS_TIMEOUT_S
+            )[1]
+            for p in range(self.partitions)
+        }
+
+    def committed_offsets(self) -> dict[int, int]:
+        """The group's committed offset per partition (-1001 when none), from its coordinator."""
+        answered = self._offsets_observer().committed(
+            [TopicPartition(self.topic, p) for p in range(self.partitions)],
+            timeout=OFFSETS_TIMEOUT_S,
+        )
+        return {tp.partition: tp.offset for tp in answered}
+
+    def caught_up(self, ends: dict[int, int]) -> bool:
+        """Committed up to ``ends`` on every partition (False while the coordinator is away)."""
+        try:
+            committed = self.committed_offsets()
+        except KafkaException:
+            return False
+        return all(committed.get(p, -1) >= end for p, end in ends.items() if end > 0)
+
+    def wait_caught_up(
+        self, timeout_s: float, ends: dict[int, int] | None = None, poll_s: float = 0.5
+    ) -> bool:
+        """Until the group has committed up to ``ends`` (default: the ends now) or the timeout."""
+        target = ends if ends is not None else self.end_offsets()
+        return bool(wait_until(lambda: self.caught_up(target), timeout_s, poll_s))
+
+    def _offsets_observer(self) -> Consumer:
+        """A client of the group that never joins it: watermarks and committed offsets."""
+        if self._observer is None:
+            self._observer = Consumer(
+                {"bootstrap.servers": self.bootstrap, "group.id": self.group, "log_level": 3}
+            )
+        return self._observer
+
+    # ---------------------------------------------------------------- views
+    @property
+    def finished(self) -> bool:
+        return all(s.process.finished for s in self._all())
+
+    def progress(self, consumer: int) -> dict[str, object]:
+        """The last progress line of the consumer's current session."""
+        current = self._current(consumer)
+        return {} if current is None else current.process.progress
+
+    def total(self, name: str) -> int:
+        """A progress counter summed over every session: processed, applied, duplicate,
+        foreign, commits, commit_errors."""
+        return sum(int(s.process.progress.get(name, 0)) for s in self._all())
+
+    @property
+    def processed(self) -> int:
+        return self.total("processed")
+
+    @property
+    def sessions(self) -> list[ConsumerSessionInfo]:
+        return sorted((s.info for s in self._all()), key=lambda i: (i.started_ms, i.consumer))
+
+    def info(self) -> ConsumptionInfo:
+        """run.json's ``consumption``."""
+        return ConsumptionInfo(
+            group=self.group,
+            mode=self.spec.mode,
+            sink=describe(self.sink),
+            consumers=self.spec.consumers,
+            consumer_config=self.spec.consumer_config,
+            sessions=self.sessions,
+        )
+
+    def failures(self) -> list[str]:
+        """Sessions that exited abnormally without being crashed on purpose (their own seeded
+        crash point included)."""
+        planted = -signal.SIGKILL
+        return [
+            f"consumer {s.info.consumer} session {s.info.session_id} exited {s.process.returncode}"
+            for s in self._all()
+            if s.process.returncode not in (None, 0)
+            and not s.process.killed
+            and not (
+                s.process.returncode == planted and s.process.progress.get("state") == "crashing"
+            )
+        ]
+
+    # ---------------------------------------------------------------- internals
+    def _all(self) -> list[Session[ConsumerSessionInfo]]:
+        with self._lock:
+            return [s for sessions in self._sessions.values() for s in sessions]
+
+    def _current(self, consumer: int) -> Session[ConsumerSessionInfo] | None:
+        with self._lock:
+            if consumer not in self._sessions:
+                raise ConsumerWorkloadError(
+                    f"no consumer {consumer} (consumers: 0..{len(self._sessions) - 1})"
+                )
+            sessions = self._sessions[consumer]
+            return sessions[-1] if sessions else None
+
+    def _running(self, consumer: int) -> Session[ConsumerSessionInfo]:
+        session = self._current(consumer)
+        if session is None or not session.process.running:
+            raise ConsumerWorkloadError(f"consumer {consumer} has no running session")
+        return session
+
+    def _launch(
+        self, consumer: int, crash_after_effects: int | None, freeze_after_effects: int | None
+    ) -> Session[ConsumerSessionInfo]:
+        spec = self.spec
+        session_id = uuid.uuid4().hex
+        session_spec = ConsumerSpec(
+            **spec.model_dump(include=set(ConsumerLoop.model_fields)),
+            run_dir=self.run_dir.path,
+            run_id=self.run_id,
+            session_id=session_id,
+            consumer=consumer,
+            bootstrap=self.bootstrap,
+            topic=self.topic,
+            group=self.group,
+            mode=spec.mode,
+            sink=self.sink,
+            seed=self.seed,
+            config=spec.consumer_config,
+            crash_after_effects=crash_after_effects,
+            freeze_after_effects=freeze_after_effects,
+        )
+        info = ConsumerSessionInfo(session_id=session_id, consumer=consumer, started_ms=now_ms())
+
+        def ended(_: SessionProcess) -> None:
+            seal_session(self.run_dir, consumer, session_id)
+            info.ended_ms = now_ms()
+
+        session = Session(
+            info,
+            SessionProcess(
+                "eoslab.workload.consumer",
+                session_spec.model_dump_json(),
+                self.run_dir.consumer_log_file(session_id),
+                on_exit=ended,
+            ),
+        )
+        with self._lock:
+            self._sessions[consumer].append(session)
+        return session

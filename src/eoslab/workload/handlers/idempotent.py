@@ -1,0 +1,16 @@
+"""The idempotent handler (seed 2.1): an upsert keyed by the record, like a PUT.
+
+The order remembers the last key_seq it applied; within a producer session (session, key,
+key_seq) names a record as (session, partition, seq) does. A record at or below it (applied
+already, or older than what is applied) changes nothing and is skipped as a duplicate.
+"""
+
+from __future__ import annotations
+
+from eoslab.workload.sink.database import Sink
+from eoslab.workload.sink.effects import Delivery, apply_effect
+
+
+def apply(sink: Sink, delivery: Delivery, mode: str, now_ms: int) -> int | None:
+    with sink.transaction() as tx:
+        return apply_effect(tx, delivery, mode, now_ms, only_newer=True)

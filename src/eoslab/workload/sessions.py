@@ -1,0 +1,104 @@
+"""A workload session as an OS process (a producer or a consumer): its own process so that a
+nemesis can kill -9 it as a real crash or SIGSTOP it as a zombie.
+
+The process gets its spec as one JSON argument and prints one JSON progress line now and then
+on stdout; a reader thread keeps the last one and, once the process has exited, runs the
+supervisor's ``on_exit`` (end time, settling what a killed session left behind).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+Info = TypeVar("Info")
+
+
+class SessionProcess:
+    def __init__(
+        self, module: str, spec_json: str, log: Path, on_exit: Callable[[SessionProcess], None]
+    ) -> None:
+        self.progress: dict[str, Any] = {}
+        self.killed = False
+        """Ended by a kill -9 on purpose (a crash the nemesis asked for, not a failure)."""
+        self._on_exit = on_exit
+        with log.open("wb") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", module, spec_json],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                stdin=subprocess.DEVNULL,
+            )
+        self._reader = threading.Thread(target=self._read, name=f"progress-{module}", daemon=True)
+        self._reader.start()
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    @property
+    def finished(self) -> bool:
+        """Exited, and its last progress line and on_exit are taken care of."""
+        return not self.running and not self._reader.is_alive()
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def signal(self, signum: signal.Signals) -> None:
+        if self.running:
+            self.process.send_signal(signum)
+
+    def kill(self, timeout_s: float) -> None:
+        """kill -9, as a crash; returns once on_exit has run."""
+        self.killed = True
+        self.process.kill()
+        self.process.wait(timeout=timeout_s)
+        self._reader.join(timeout=timeout_s)
+
+    def join(self, timeout_s: float) -> None:
+        self._reader.join(timeout=timeout_s)
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            try:
+                self.progress = json.loads(line)
+            except ValueError:
+                continue
+        self.process.wait()
+        self._on_exit(self)
+
+
+@dataclass
+class Session(Generic[Info]):
+    """A supervisor's record of one session: what run.json says of it, and its process."""
+
+    info: Info
+    process: SessionProcess
+
+
+def stop_all(sessions: Iterable[SessionProcess], grace_s: float) -> None:
+    """SIGTERM every running session (a paused one is resumed first, or it could not act);
+    SIGKILL what is left after the grace."""
+    running = [s for s in sessions if s.running]
+    for session in running:
+        session.signal(signal.SIGCONT)
+        session.signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for session in running:
+        try:
+            session.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            session.process.kill()
+            session.process.wait()
+    for session in running:
+        session.join(grace_s)

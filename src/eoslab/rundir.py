@@ -114,7 +114,7 @@ def lab_target(name: str) -> LabTarget:
     raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(LAB_TARGETS)}")
 
 
-AnomalyName = Literal[
+ProducerAnomaly = Literal[
     "lost",
     "duplicate",
     "reorder",
@@ -125,8 +125,17 @@ AnomalyName = Literal[
     "key_reorder",
     "key_gap",
 ]
-"""What the checker derives (ARCHITECTURE.md), the names a scenario's expectations use."""
-ANOMALIES: tuple[str, ...] = get_args(AnomalyName)
+"""What the checker derives from the topic and the history (ARCHITECTURE.md, "Message format
+and anomalies")."""
+ConsumerAnomaly = Literal["unprocessed", "redelivered", "effect_duplicate", "effect_reorder"]
+"""What the checker derives from the topic, the consumption ledger and the sink (ARCHITECTURE.md,
+"The consumer half"): a record committed past but never processed; a record processed more than
+once; a message whose effect landed in the sink more than once (the exactly-once violation);
+per key, effects applied out of key_seq order."""
+AnomalyName = ProducerAnomaly | ConsumerAnomaly
+"""The names a scenario's expectations use."""
+PRODUCER_ANOMALIES: tuple[str, ...] = get_args(ProducerAnomaly)
+CONSUMER_ANOMALIES: tuple[str, ...] = get_args(ConsumerAnomaly)
 Expectation = Literal["0", ">0", ">=0", "any"]
 """None, at least one, or counted only (">=0" and "any" never mismatch)."""
 EXPECTATION_FORMS: tuple[str, ...] = get_args(Expectation)
@@ -134,12 +143,25 @@ FOREIGN = "foreign"
 """Records of the topic that are not the run's (another format or run): reported, counted, never
 an anomaly."""
 DEFAULT_EXPECTATIONS: dict[str, str] = {
-    **dict.fromkeys(ANOMALIES, "0"),
+    **dict.fromkeys(PRODUCER_ANOMALIES, "0"),
     "indeterminate": ">=0",
     FOREIGN: "any",
 }
 """Unless a scenario says otherwise: no anomaly; indeterminate records allowed; foreign ones
 reported."""
+CONSUMER_EXPECTATIONS: dict[str, str] = {
+    **dict.fromkeys(CONSUMER_ANOMALIES, "0"),
+    "redelivered": ">=0",
+}
+"""Added when a consumer workload ran: no effect lost, doubled or reordered; redelivery allowed
+(at-least-once), counted."""
+
+
+def default_expectations(consumed: bool) -> dict[str, str]:
+    """The checks every run has, and the consumer half's when a consumer workload ran."""
+    return {**DEFAULT_EXPECTATIONS, **(CONSUMER_EXPECTATIONS if consumed else {})}
+
+
 ERRORS_KEY = "errors"
 """``expected["errors"]``: the broker errors a run is expected to provoke; its checks are named
 ``errors.<NAME>``."""

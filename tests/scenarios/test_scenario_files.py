@@ -9,7 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from eoslab.rundir import ANOMALIES
+from eoslab.rundir import PRODUCER_ANOMALIES
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.command import app
 
@@ -44,7 +44,7 @@ def test_every_catalogue_file_loads_and_is_small(name: str) -> None:
     assert scenario.workload.records <= 5000
     for target in scenario.targets:
         expected = scenario.expected.for_target(target)
-        assert set(ANOMALIES) <= expected.keys()
+        assert set(PRODUCER_ANOMALIES) <= expected.keys()
 
 
 def test_negative_controls_expect_anomalies() -> None:

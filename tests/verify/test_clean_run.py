@@ -12,7 +12,7 @@ from planted_runs import plant_clean
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
-from eoslab.rundir import ANOMALIES, FOREIGN, RunDir
+from eoslab.rundir import FOREIGN, PRODUCER_ANOMALIES, RunDir
 from eoslab.verify.command import app
 from eoslab.verify.submit import checker_job
 
@@ -44,7 +44,7 @@ def test_spark_submit_job_fails_the_negative_control_on_a_clean_topic(clean: Run
         ("duplicate", 0, [])
     ]
     assert {c["name"]: c["observed"] for c in verdict["checks"]} == dict.fromkeys(
-        (*ANOMALIES, FOREIGN), 0
+        (*PRODUCER_ANOMALIES, FOREIGN), 0
     )
     assert verdict["gx"]["success"] is True
     assert [e["success"] for e in verdict["gx"]["expectations"]] == [True] * 8

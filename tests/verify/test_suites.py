@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from eoslab.rundir import ANOMALIES
+from eoslab.rundir import PRODUCER_ANOMALIES
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.suites import SUITE_NAMES, SuiteFile, SuiteFileError, load_suites
@@ -20,7 +20,7 @@ def test_repository_suites_load_versioned_and_cover_every_anomaly() -> None:
     assert [s.name for s in suites] == list(SUITE_NAMES)
     assert all(s.version >= 1 for s in suites)
     covered = {a for s in suites for e in s.expectations for a in e["meta"]["anomalies"]}
-    assert covered == set(ANOMALIES) - {"indeterminate"}  # allowed, so no expectation
+    assert covered == set(PRODUCER_ANOMALIES) - {"indeterminate"}  # allowed, so no expectation
     for suite in suites:
         assert len(suite.to_gx().expectations) == len(suite.expectations)
 

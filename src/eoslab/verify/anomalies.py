@@ -32,7 +32,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
 from eoslab.message import RECORD_FIELDS
-from eoslab.rundir import ANOMALIES
+from eoslab.rundir import PRODUCER_ANOMALIES
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
 from eoslab.verify.ledger import KEY_STREAM, PARTITION_STREAM, run_rows
 
@@ -187,7 +187,7 @@ def foreign(ledger: DataFrame) -> DataFrame:
 
 
 def derive(ledger: DataFrame, key_ledger: DataFrame) -> dict[str, DataFrame]:
-    """Every anomaly table, by name (the names of :data:`ANOMALIES`), from the ledger and its
+    """Every anomaly table, by name (the names of :data:`PRODUCER_ANOMALIES`), from the ledger and its
     per-key layout (:func:`eoslab.verify.ledger.by_key`)."""
     run = run_rows(ledger)
     tables = {"lost": lost(run), "phantom": phantoms(run), "indeterminate": indeterminates(run)}
@@ -195,4 +195,4 @@ def derive(ledger: DataFrame, key_ledger: DataFrame) -> dict[str, DataFrame]:
         tables[f"{scope.prefix}duplicate"] = duplicates(frame, scope)
         tables[f"{scope.prefix}reorder"] = reorders(frame, scope)
         tables[f"{scope.prefix}gap"] = gaps(frame, scope)
-    return {name: tables[name] for name in ANOMALIES}
+    return {name: tables[name] for name in PRODUCER_ANOMALIES}

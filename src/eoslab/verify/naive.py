@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from eoslab.message import MessageFormatError, decode
-from eoslab.rundir import ANOMALIES, FOREIGN, Outcome, RunDir
+from eoslab.rundir import FOREIGN, PRODUCER_ANOMALIES, Outcome, RunDir
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
 
 BATCH = 10_000
@@ -128,7 +128,7 @@ def count_anomalies(
             excused[(session_id, partition)].add(seq)
             key_excused[(session_id, key)].add(key_seq)
 
-    counts = Counter(dict.fromkeys(ANOMALIES, 0))
+    counts = Counter(dict.fromkeys(PRODUCER_ANOMALIES, 0))
     copies: Counter[tuple[str, int, int]] = Counter()
     key_copies: Counter[tuple[str, str, int]] = Counter()
     present: dict[tuple[str, int], set[int]] = defaultdict(set)

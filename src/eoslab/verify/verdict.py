@@ -15,13 +15,13 @@ from typing import Any
 
 from eoslab.clock import now_ms
 from eoslab.rundir import (
-    DEFAULT_EXPECTATIONS,
     ERRORS_KEY,
     EXPECTATION_FORMS,
     Check,
     GxOutcome,
     Verdict,
     VerdictLinks,
+    default_expectations,
 )
 
 MAX_EXAMPLES = 5
@@ -42,18 +42,20 @@ def matches(expectation: str, observed: int) -> bool:
     raise ExpectationError(f"expectation {expectation!r} is not one of {EXPECTATION_FORMS}")
 
 
-def expected_checks(expected: Mapping[str, str | Mapping[str, str]]) -> dict[str, str]:
-    """Every check's expectation: the defaults overlaid with the scenario's, errors flattened to
-    ``errors.<NAME>``. Raises :class:`ExpectationError` on an unknown name or form, before any
-    work is done."""
-    checks = dict(DEFAULT_EXPECTATIONS)
+def expected_checks(
+    expected: Mapping[str, str | Mapping[str, str]], consumed: bool = False
+) -> dict[str, str]:
+    """Every check's expectation: the defaults (the consumer half's too when a consumer workload
+    ran) overlaid with the scenario's, errors flattened to ``errors.<NAME>``. Raises
+    :class:`ExpectationError` on an unknown name or form, before any work is done."""
+    checks = default_expectations(consumed)
     for name, expectation in expected.items():
         if name == ERRORS_KEY and isinstance(expectation, Mapping):
             pairs = [(f"{ERRORS_KEY}.{error}", form) for error, form in expectation.items()]
-        elif name in DEFAULT_EXPECTATIONS and isinstance(expectation, str):
+        elif name in checks and isinstance(expectation, str):
             pairs = [(name, expectation)]
         else:
-            known = ", ".join((*DEFAULT_EXPECTATIONS, ERRORS_KEY))
+            known = ", ".join((*checks, ERRORS_KEY))
             raise ExpectationError(f"unknown check {name!r} in expected; known: {known}")
         for check, form in pairs:
             if form not in EXPECTATION_FORMS:

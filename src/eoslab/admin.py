@@ -16,7 +16,7 @@ LEADER_LOOKUP_TIMEOUT_S = 30.0
 
 
 class LeaderLookupError(RuntimeError):
-    """A partition that has no leader within the lookup's bound."""
+    """A partition without a leader, or a group without a coordinator, within the bound."""
 
 
 def admin_client(bootstrap: str, timeout_ms: int = 5000) -> AdminClient:
@@ -79,6 +79,31 @@ def find_leader(
             f"no leader for {topic}[{partition}] after {timeout_s:.0f} s: {problem[0]}"
         )
     return leader
+
+
+def group_coordinator(
+    bootstrap: str, group: str, timeout_s: float = LEADER_LOOKUP_TIMEOUT_S
+) -> int:
+    """The broker id coordinating consumer group ``group`` now (FindCoordinator, through
+    DescribeGroups), polled while no coordinator is available (one just died)."""
+    client = admin_client(bootstrap)
+    problem = ["no answer"]
+
+    def lookup() -> tuple[int] | None:
+        try:
+            described = client.describe_consumer_groups([group], request_timeout=5)[group]
+            coordinator = described.result(timeout=10).coordinator
+        except KafkaException as error:
+            problem[0] = str(error)
+            return None
+        return None if coordinator is None else (int(coordinator.id),)
+
+    found = wait_until(lookup, timeout_s, interval_s=0.2)
+    if found is None:
+        raise LeaderLookupError(
+            f"no coordinator for group {group} after {timeout_s:.0f} s: {problem[0]}"
+        )
+    return found[0]
 
 
 def leader_of(bootstrap: str, topic: str, partition: int) -> int:

@@ -293,6 +293,12 @@ class Verdict(BaseModel):
     links: VerdictLinks
 
 
+def cell_name(scenario: str, mode: str | None) -> str:
+    """How a run's scenario is named in run ids, matrices and reports: with its handler mode
+    when it has a consumer workload (``consumer-crash-before-commit.dedup-table``)."""
+    return scenario if mode is None else f"{scenario}.{mode}"
+
+
 def new_run_id(scenario: str, target: str) -> str:
     """``<UTC time>-<scenario>-<target>-<4 hex>``, e.g. ``20261121T231500Z-baseline-kafka-ab12``:
     sorts by start time, says what ran, and stays unique for runs started the same second."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eoslab.rundir import SessionInfo
+from eoslab.rundir import ConsumerSessionInfo, SessionInfo
 
 
 class FakeRuntime:
@@ -67,3 +67,34 @@ class FakeWorkload:
     def restart(self, producer: int) -> SessionInfo:
         self.calls.append(("restart", producer))
         return SessionInfo(session_id=f"s{len(self.calls)}", producer=producer, started_ms=0)
+
+
+class FakeConsumers:
+    group = "eoslab-fake"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self.members = 2
+
+    def crash_after_next_effect(self, consumer: int) -> tuple[ConsumerSessionInfo, bool]:
+        self.calls.append(("crash", consumer))
+        return ConsumerSessionInfo(session_id="c1", consumer=consumer, started_ms=0), True
+
+    def restart(self, consumer: int) -> ConsumerSessionInfo:
+        self.calls.append(("restart", consumer))
+        return ConsumerSessionInfo(session_id="c2", consumer=consumer, started_ms=0)
+
+    def freeze_after_next_effect(self, consumer: int) -> bool:
+        self.calls.append(("freeze", consumer))
+        return True
+
+    def resume(self, consumer: int) -> None:
+        self.calls.append(("resume", consumer))
+
+    def join(self) -> int:
+        self.members += 1
+        self.calls.append(("join", self.members - 1))
+        return self.members - 1
+
+    def leave(self, consumer: int) -> None:
+        self.calls.append(("leave", consumer))

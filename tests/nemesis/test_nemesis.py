@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeProxy, FakeRefbroker, FakeRuntime, FakeWorkload
+from fakes import FakeConsumers, FakeProxy, FakeRefbroker, FakeRuntime, FakeWorkload
 
 from eoslab.nemesis.nemesis import Nemesis
 from eoslab.nemesis.steps import STEP_KINDS, probe
 from eoslab.nemesis.timeline import ResolvedStep, resolve
 from eoslab.rundir import LabTarget, RunDir
-from eoslab.scenarios.catalogue import parse_scenario
+from eoslab.scenarios.catalogue import ScenarioError, parse_scenario
 
 
 class Lab:
@@ -22,6 +22,7 @@ class Lab:
         self.proxy = FakeProxy()
         self.refbroker = FakeRefbroker()
         self.workload = FakeWorkload()
+        self.consumers = FakeConsumers()
         self.run_dir = RunDir(tmp_path / "run").create()
         self.nemesis = Nemesis(
             run_dir=self.run_dir,
@@ -32,6 +33,7 @@ class Lab:
             proxy=self.proxy,  # type: ignore[arg-type]
             refbroker=self.refbroker,  # type: ignore[arg-type]
             workload=self.workload,  # type: ignore[arg-type]
+            consumers=self.consumers,  # type: ignore[arg-type]
         )
 
     def steps(self, target: LabTarget, *nemesis: dict[str, Any]) -> list[ResolvedStep]:
@@ -41,6 +43,7 @@ class Lab:
                 "description": "d",
                 "targets": [target],
                 "workload": {"producers": 2},
+                "consumers": {"consumers": 2, "mode": "dedup-table"},
                 "nemesis": list(nemesis),
             },
             "fake",
@@ -192,6 +195,45 @@ def test_producer_crashes_restart_at_once_or_after_their_duration(tmp_path: Path
     lab.nemesis.end(later)
     assert lab.workload.calls[-1] == ("restart", 1)
     assert [e[2] for e in lab.logged()] == ["instant", "instant", "start", "end"]
+
+
+def test_consumer_steps_crash_freeze_and_churn_the_group(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "kafka")
+    crash, crash_later, pause, join = lab.steps(
+        "kafka",
+        {"kind": "consumer-crash", "at": 0, "consumer": 0},
+        {"kind": "consumer-crash", "at": 0, "consumer": 1, "duration": 2},
+        {"kind": "consumer-pause", "at": 0, "consumer": 0, "duration": 10},
+        {"kind": "consumer-join", "at": 0, "duration": 3},
+    )
+    for step in (crash, crash_later, pause, join):
+        lab.nemesis.start(step)
+    assert lab.consumers.calls == [
+        ("crash", 0),
+        ("restart", 0),
+        ("crash", 1),
+        ("freeze", 0),
+        ("join", 2),
+    ]
+    lab.nemesis.end(crash_later)
+    lab.nemesis.end(join)
+    assert lab.consumers.calls[-2:] == [("restart", 1), ("leave", 2)]
+    assert lab.nemesis.heal() == []  # the frozen consumer is resumed
+    assert lab.consumers.calls[-1] == ("resume", 0)
+    assert ("consumer-join", "consumer-2", "end") in lab.logged()
+
+
+def test_consumer_steps_need_a_consumer_workload() -> None:
+    with pytest.raises(ScenarioError, match="consumer workload"):
+        parse_scenario(
+            {
+                "name": "no-consumers",
+                "description": "d",
+                "targets": ["kafka"],
+                "nemesis": [{"kind": "consumer-join", "at": 0}],
+            },
+            "no-consumers",
+        )
 
 
 def test_probe_steps_play_their_probe_on_the_runs_topic(

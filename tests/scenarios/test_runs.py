@@ -116,7 +116,7 @@ def test_an_external_cluster_runs_the_scenarios_that_need_no_lab(
     assert result.problems == []
     info = result.run_dir.read_info()
     assert (info.target, info.bootstrap) == ("external", lab.config.bootstrap_servers)
-    assert info.expected == find_scenario("producer-restart").expected.for_target("kafka")
+    assert info.expected == find_scenario("producer-restart").expected.for_run("kafka")
     assert len(info.sessions) == 2
     assert {row["outcome"] for row in history(result.run_dir)} <= {"ack", "indeterminate"}
 

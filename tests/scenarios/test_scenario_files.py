@@ -9,7 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from eoslab.rundir import PRODUCER_ANOMALIES
+from eoslab.rundir import CONSUMER_ANOMALIES, PRODUCER_ANOMALIES
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.command import app
 
@@ -29,6 +29,12 @@ CATALOGUE = [
     "acks-1",
     "librdkafka-4953",
     "message-timeout",
+    "consumer-crash-before-commit",
+    "auto-commit-crash",
+    "rebalance-storm",
+    "zombie-consumer",
+    "coordinator-kill",
+    "lost-commit",
 ]
 
 
@@ -43,14 +49,38 @@ def test_every_catalogue_file_loads_and_is_small(name: str) -> None:
     assert scenario.workload.records is not None
     assert scenario.workload.records <= 5000
     for target in scenario.targets:
-        expected = scenario.expected.for_target(target)
-        assert set(PRODUCER_ANOMALIES) <= expected.keys()
+        for mode in scenario.run_modes:
+            expected = scenario.expected.for_run(target, mode)
+            assert set(PRODUCER_ANOMALIES) <= expected.keys()
+            assert (mode is not None) == (set(CONSUMER_ANOMALIES) <= expected.keys())
 
 
 def test_negative_controls_expect_anomalies() -> None:
-    assert find_scenario("no-idempotence").expected.for_target("kafka")["duplicate"] == ">0"
-    assert find_scenario("inflight-6").expected.for_target("refbroker")["duplicate"] == ">0"
+    assert find_scenario("no-idempotence").expected.for_run("kafka")["duplicate"] == ">0"
+    assert find_scenario("inflight-6").expected.for_run("refbroker")["duplicate"] == ">0"
     assert find_scenario("acks-1").producer_config["acks"] == 1
+    auto_commit = find_scenario("auto-commit-crash")
+    assert auto_commit.run_modes == ["auto-commit"]
+    assert auto_commit.expected.for_run("kafka", "auto-commit")["unprocessed"] == ">0"
+
+
+def test_the_consumer_crash_is_a_negative_control_in_commit_after_only() -> None:
+    crash = find_scenario("consumer-crash-before-commit")
+    assert crash.run_modes == ["commit-after", "idempotent", "dedup-table"]
+    duplicates = {m: crash.expected.for_run("kafka", m)["effect_duplicate"] for m in crash.modes}
+    assert duplicates == {"commit-after": ">0", "idempotent": "0", "dedup-table": "0"}
+    assert all(crash.expected.for_run("kafka", m)["redelivered"] == ">0" for m in crash.modes)
+
+
+def test_a_producer_scenario_runs_with_the_default_consumers_in_a_mode() -> None:
+    baseline = find_scenario("baseline")
+    assert baseline.run_modes == [None]
+    assert baseline.consumer_workload(None) is None
+    paired = baseline.consumer_workload("dedup-table")
+    assert paired is not None
+    assert paired.mode == "dedup-table"
+    assert baseline.expected.for_run("kafka", "dedup-table")["effect_duplicate"] == "0"
+    assert "effect_duplicate" not in baseline.expected.for_run("kafka")
 
 
 VALID: dict[str, Any] = {

@@ -14,14 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eoslab.admin import LeaderLookupError, leader_of
+from eoslab.admin import LeaderLookupError, group_coordinator, leader_of
 from eoslab.clock import now_ms
+from eoslab.nemesis.steps.base import COORDINATOR, LEADER
 from eoslab.nemesis.timeline import ResolvedStep
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.rundir import LabTarget, RunDir
 from eoslab.runtime.lab import ProcessFaults
 from eoslab.runtime.topology import REFBROKER_SERVICE, kafka_service
+from eoslab.workload.consumer_workload import ConsumerWorkload
 from eoslab.workload.supervisor import Workload
 
 
@@ -48,6 +50,7 @@ class Nemesis:
         proxy: ProxyControl,
         refbroker: RefbrokerControl | None,
         workload: Workload | None = None,
+        consumers: ConsumerWorkload | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.target = target
@@ -57,6 +60,7 @@ class Nemesis:
         self._proxy = proxy
         self._refbroker = refbroker
         self._workload = workload
+        self._consumers = consumers
         self._lock = threading.Lock()
         self._services: dict[int, str] = {}
         self._damage: dict[int, _Damage] = {}
@@ -95,8 +99,10 @@ class Nemesis:
         if known is not None:
             return known
         service = step.target
-        if service == "leader":
+        if service == LEADER:
             service = self.leader_of(getattr(step.step, "partition", 0))
+        elif service == COORDINATOR:
+            service = self.coordinator()
         if service is None:
             raise NemesisError(f"step {step.index} ({step.kind}) has no target")
         with self._lock:
@@ -109,6 +115,15 @@ class Nemesis:
             return REFBROKER_SERVICE
         try:
             return kafka_service(leader_of(self.bootstrap, self.topic, partition))
+        except LeaderLookupError as error:
+            raise NemesisError(str(error)) from error
+
+    def coordinator(self) -> str:
+        """The service coordinating the run's consumer group now."""
+        if self.target == "refbroker":
+            return REFBROKER_SERVICE
+        try:
+            return kafka_service(group_coordinator(self.bootstrap, self.consumers().group))
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
 
@@ -141,6 +156,11 @@ class Nemesis:
         if self._workload is None:
             raise NemesisError("producer steps need the workload")
         return self._workload
+
+    def consumers(self) -> ConsumerWorkload:
+        if self._consumers is None:
+            raise NemesisError("consumer steps (and the coordinator) need a consumer workload")
+        return self._consumers
 
     # ---------------------------------------------------------------- heal
     def heal(self) -> list[str]:

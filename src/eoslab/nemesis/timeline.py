@@ -22,7 +22,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict
 
 from eoslab.nemesis.steps import AnyStep
-from eoslab.nemesis.steps.base import LEADER, RANDOM_BROKER
+from eoslab.nemesis.steps.base import COORDINATOR, LEADER, RANDOM_BROKER
 from eoslab.rundir import LabTarget
 from eoslab.runtime.topology import REFBROKER_SERVICE, brokers_of
 
@@ -38,7 +38,8 @@ class ResolvedStep(BaseModel):
     after_acked: int | None
     duration_s: float | None
     target: str | None
-    """A service name, "leader" (looked up at start), "*" (every proxy route) or None."""
+    """A service name, "leader" or "coordinator" (looked up at start), "*" (every proxy route)
+    or None."""
     step: AnyStep
 
 
@@ -54,7 +55,7 @@ def resolve(steps: Sequence[AnyStep], target: LabTarget, seed: int) -> list[Reso
         service = step.service_target
         if service == RANDOM_BROKER:
             service = pick
-        elif service == LEADER and target == "refbroker":
+        elif service in (LEADER, COORDINATOR) and target == "refbroker":
             service = REFBROKER_SERVICE
         resolved.append(
             ResolvedStep(

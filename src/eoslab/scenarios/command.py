@@ -13,7 +13,7 @@ from rich.table import Table
 
 from eoslab.console import JsonOption, RuntimeOption, console, errors, fail, identifier_column
 from eoslab.nemesis.timeline import resolve
-from eoslab.rundir import lab_target
+from eoslab.rundir import HandlerMode, lab_target
 from eoslab.runtime import LabError, get_runtime
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.executor import RunError, execute
@@ -29,12 +29,13 @@ def list_scenarios(as_json: JsonOption = False) -> None:
     rows: list[dict[str, Any]] = []
     for name, path in catalogue().items():
         scenario = load_scenario(path)
-        expected = scenario.expected.for_target(scenario.targets[0])
+        expected = scenario.expected.for_run(scenario.targets[0], scenario.run_modes[0])
         rows.append(
             {
                 "scenario": name,
                 "targets": list(scenario.targets),
                 "nemesis": [step.kind for step in scenario.nemesis],
+                "modes": [m for m in scenario.run_modes if m is not None],
                 "expected": {k: v for k, v in expected.items() if v not in ("0", ">=0", "any")},
                 "description": " ".join(scenario.description.split()),
             }
@@ -44,12 +45,13 @@ def list_scenarios(as_json: JsonOption = False) -> None:
         return
     table = Table(title="scenario catalogue")
     identifier_column(table, "scenario", [row["scenario"] for row in rows])
-    for column in ("targets", "nemesis", "expected (not 0)", "description"):
+    for column in ("targets", "modes", "nemesis", "expected (not 0)", "description"):
         table.add_column(column)
     for row in rows:
         table.add_row(
             row["scenario"],
             ", ".join(row["targets"]),
+            ", ".join(row["modes"]) or "-",
             ", ".join(row["nemesis"]) or "-",
             ", ".join(f"{k} {v}" for k, v in row["expected"].items()) or "none",
             row["description"],
@@ -102,6 +104,17 @@ def run(
     runs_dir: Annotated[
         Path | None, typer.Option(help="Where run directories go (default: runs/).")
     ] = None,
+    mode: Annotated[
+        HandlerMode | None,
+        typer.Option(
+            help="Consumers in this handler mode: the scenario's consumer workload in that mode, "
+            "or, for a producer scenario, the default one (an end-to-end cell)."
+        ),
+    ] = None,
+    sink: Annotated[
+        str | None,
+        typer.Option(help="The consumers' database: a postgresql:// URL (default: SQLite)."),
+    ] = None,
     runtime: RuntimeOption = "local",
 ) -> None:
     """Run a scenario against the running lab; prints the run directory."""
@@ -118,6 +131,8 @@ def run(
             records=records,
             bootstrap=bootstrap,
             replication=replication,
+            mode=mode,
+            sink=sink,
         )
     except (ScenarioError, RunError, LabError) as error:
         raise fail(error) from error

@@ -7,6 +7,7 @@ the producers are stopped before the run directory is closed.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +21,32 @@ from eoslab.nemesis.nemesis import Nemesis
 from eoslab.nemesis.timeline import TimelineRunner, resolve
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
-from eoslab.rundir import REPLICATION, LabTarget, RunDir, RunInfo, Target, lab_target, new_run_id
+from eoslab.rundir import (
+    REPLICATION,
+    HandlerMode,
+    LabTarget,
+    RunDir,
+    RunInfo,
+    Target,
+    cell_name,
+    lab_target,
+    new_run_id,
+)
 from eoslab.runtime.lab import ProcessFaults
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.schema import Scenario
+from eoslab.workload.consumer_workload import ConsumerWorkload
 from eoslab.workload.supervisor import Workload
 
 # On a cluster the lab does not run, only what needs no runtime, proxy or refbroker API.
-EXTERNAL_STEP_KINDS = {"producer-crash", "probe"}
+EXTERNAL_STEP_KINDS = {
+    "producer-crash",
+    "probe",
+    "consumer-crash",
+    "consumer-pause",
+    "consumer-join",
+}
+CAUGHT_UP_POLL_S = 0.5
 
 
 class RunError(RuntimeError):
@@ -64,6 +83,27 @@ def _check_external(scenario: Scenario, bootstrap: str | None) -> str:
     return bootstrap
 
 
+def _where(
+    scenario: Scenario, target: str, bootstrap: str | None
+) -> tuple[Target, LabTarget, str | None]:
+    """The run's target, the lab target whose timeline and expectations it follows (an external
+    cluster follows Kafka's), and the bootstrap servers when the user named them."""
+    if target == "external":
+        return "external", "kafka", _check_external(scenario, bootstrap)
+    if bootstrap:
+        raise RunError("--bootstrap goes with --target external (the lab's targets are known)")
+    try:
+        as_target = lab_target(target)
+    except ValueError as error:
+        raise RunError(f"{error}, or external") from None
+    if as_target not in scenario.targets:
+        raise RunError(
+            f"scenario {scenario.name} does not apply to target {target!r} "
+            f"(targets: {', '.join(scenario.targets)})"
+        )
+    return as_target, as_target, None
+
+
 def execute(
     scenario: Scenario,
     target: str,
@@ -76,30 +116,22 @@ def execute(
     show_progress: bool | None = None,
     bootstrap: str | None = None,
     replication: int | None = None,
+    mode: HandlerMode | None = None,
+    sink: str | None = None,
 ) -> RunResult:
-    """Run `scenario` on `target`; for target "external", `bootstrap` names the cluster."""
-    # The timeline and the expectations of an external cluster are those of Kafka.
-    as_target: LabTarget = "kafka"
-    if target == "external":
-        bootstrap = _check_external(scenario, bootstrap)
-    elif bootstrap:
-        raise RunError("--bootstrap goes with --target external (the lab's targets are known)")
-    else:
-        try:
-            as_target = lab_target(target)
-        except ValueError as error:
-            raise RunError(f"{error}, or external") from None
-        if as_target not in scenario.targets:
-            raise RunError(
-                f"scenario {scenario.name} does not apply to target {target!r} "
-                f"(targets: {', '.join(scenario.targets)})"
-            )
-    run_target: Target = "external" if target == "external" else as_target
+    """Run `scenario` on `target`; for target "external", `bootstrap` names the cluster. With
+    a handler ``mode`` the run has a consumer workload in that mode (the scenario's own, else the
+    default one); ``sink`` is its database (a PostgreSQL URL), else SQLite in the run directory."""
+    run_target, as_target, bootstrap = _where(scenario, target, bootstrap)
     seed = scenario.seed if seed is None else seed
     workload_spec = scenario.workload
     if records is not None:
         workload_spec = workload_spec.model_copy(update={"records": records})
-    run_id = new_run_id(scenario.name, target)
+    consumer_spec = scenario.consumer_workload(mode)
+    if consumer_spec is not None and sink is not None:
+        consumer_spec = consumer_spec.model_copy(update={"sink": sink})
+    mode = None if consumer_spec is None else consumer_spec.mode
+    run_id = new_run_id(cell_name(scenario.name, mode), target)
     run_dir = RunDir.for_run(run_id, runs_root).create()
     bootstrap = bootstrap or bootstrap_of(as_target, config)
     topic = f"eos-{run_id}"
@@ -114,7 +146,7 @@ def execute(
         seed=seed,
         started_ms=now_ms(),
         producer_config=scenario.producer_config,
-        expected=scenario.expected.for_target(as_target),
+        expected=scenario.expected.for_run(as_target, mode),
     )
     run_dir.write_info(info)
     create_topic(bootstrap, topic, partitions, replication or REPLICATION[run_target])
@@ -129,6 +161,20 @@ def execute(
         seed=seed,
         producer_config=scenario.producer_config,
     )
+    consumers = (
+        None
+        if consumer_spec is None
+        else ConsumerWorkload(
+            consumer_spec,
+            run_dir=run_dir,
+            run_id=run_id,
+            bootstrap=bootstrap,
+            topic=topic,
+            partitions=partitions,
+            seed=seed,
+        )
+    )
+    done = WorkloadsDone(workload, consumers)
     nemesis = Nemesis(
         run_dir=run_dir,
         target=as_target,
@@ -138,39 +184,99 @@ def execute(
         proxy=ProxyControl(config.proxy_control_url),
         refbroker=RefbrokerControl(config.refbroker_control_url) if config.with_refbroker else None,
         workload=workload,
+        consumers=consumers,
     )
     timeline = TimelineRunner(
         resolve(scenario.nemesis, as_target, seed),
         nemesis,
         acked=lambda: workload.acked,
-        workload_done=lambda: workload.finished,
+        workload_done=done,
     )
+    problems = _play(
+        workload=workload,
+        consumers=consumers,
+        nemesis=nemesis,
+        timeline=timeline,
+        done=done,
+        timeout_s=scenario.timeout_s,
+        show_progress=show_progress,
+    )
+    info = info.model_copy(
+        update={
+            "ended_ms": now_ms(),
+            "sessions": workload.sessions,
+            "consumption": None if consumers is None else consumers.info(),
+        }
+    )
+    run_dir.write_info(info)
+    return RunResult(run_dir, info, problems)
+
+
+def _play(
+    *,
+    workload: Workload,
+    consumers: ConsumerWorkload | None,
+    nemesis: Nemesis,
+    timeline: TimelineRunner,
+    done: WorkloadsDone,
+    timeout_s: float,
+    show_progress: bool | None,
+) -> list[str]:
+    """Workloads ∥ timeline until done (bounded), then stop, heal and collect what went wrong;
+    the lab is left healed whatever happens."""
     problems: list[str] = []
     try:
+        if consumers is not None:
+            consumers.start()
         workload.start()
         timeline.start()
-        total = workload_spec.records
         _wait(
-            lambda: workload.finished and not timeline.is_alive(),
-            scenario.timeout_s,
+            lambda: done() and not timeline.is_alive(),
+            timeout_s,
             workload,
-            total,
+            workload.spec.records,
             show_progress,
         )
-        if not workload.finished or timeline.is_alive():
-            problems.append(f"the run did not finish within timeout_s={scenario.timeout_s}")
+        if not done() or timeline.is_alive():
+            problems.append(f"the run did not finish within timeout_s={timeout_s}")
     finally:
         timeline.stop()
         timeline.join(timeout=60)
         workload.stop()
         problems += nemesis.errors
         problems += nemesis.heal()
+        if consumers is not None:
+            consumers.stop()
+            problems += consumers.failures()
         if timeline.error is not None:
             problems.append(f"nemesis timeline: {timeline.error}")
         problems += workload.failures()
-        info = info.model_copy(update={"ended_ms": now_ms(), "sessions": workload.sessions})
-        run_dir.write_info(info)
-    return RunResult(run_dir, info, problems)
+    return problems
+
+
+class WorkloadsDone:
+    """Whether a run's workloads are done: the producers have finished and, with a consumer
+    workload, the group has committed up to where the producers left every partition. Asked
+    every few milliseconds; asks the group's coordinator at most every CAUGHT_UP_POLL_S."""
+
+    def __init__(self, workload: Workload, consumers: ConsumerWorkload | None) -> None:
+        self._workload = workload
+        self._consumers = consumers
+        self._ends: dict[int, int] | None = None
+        self._asked = -CAUGHT_UP_POLL_S
+        self._caught_up = False
+
+    def __call__(self) -> bool:
+        if not self._workload.finished:
+            return False
+        if self._consumers is None or self._caught_up:
+            return True
+        if time.monotonic() - self._asked >= CAUGHT_UP_POLL_S:
+            self._asked = time.monotonic()
+            if self._ends is None:
+                self._ends = self._consumers.end_offsets()
+            self._caught_up = self._consumers.caught_up(self._ends)
+        return self._caught_up
 
 
 def _wait(

@@ -14,7 +14,16 @@ from kio.schema.errors import ErrorCode
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from eoslab.nemesis.steps import AnyStep
-from eoslab.rundir import DEFAULT_EXPECTATIONS, ERRORS_KEY, AnomalyName, Expectation, LabTarget
+from eoslab.nemesis.steps.base import ScenarioShape
+from eoslab.rundir import (
+    ERRORS_KEY,
+    AnomalyName,
+    Expectation,
+    HandlerMode,
+    LabTarget,
+    default_expectations,
+)
+from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.spec import DEFAULT_PRODUCER_CONFIG, WorkloadSpec
 
 RESERVED_PRODUCER_PROPERTIES = frozenset(
@@ -49,14 +58,22 @@ class ScenarioExpected(Expected):
     on: dict[LabTarget, Expected] = Field(
         default_factory=dict, description="per-target overrides of anomalies and errors"
     )
+    modes: dict[HandlerMode, Expected] = Field(
+        default_factory=dict, description="per-handler-mode overrides (the consumer half)"
+    )
 
-    def for_target(self, target: LabTarget) -> dict[str, str | dict[str, str]]:
-        """run.json's `expected`: every anomaly, defaults filled, target overrides applied."""
-        override = self.on.get(target) or Expected()
-        anomalies = dict(DEFAULT_EXPECTATIONS)
-        for chosen in (self.anomalies, override.anomalies):
-            anomalies |= {str(name): form for name, form in chosen.items()}
-        errors: dict[str, str] = {**self.errors, **override.errors}
+    def for_run(
+        self, target: LabTarget, mode: HandlerMode | None = None
+    ) -> dict[str, str | dict[str, str]]:
+        """run.json's `expected`: every check, defaults filled (the consumer half's when the run
+        has a consumer workload in ``mode``), then the target's and the mode's overrides."""
+        layers = [self, self.on.get(target), None if mode is None else self.modes.get(mode)]
+        chosen = [layer for layer in layers if layer is not None]
+        anomalies = default_expectations(consumed=mode is not None)
+        errors: dict[str, str] = {}
+        for layer in chosen:
+            anomalies |= {str(name): form for name, form in layer.anomalies.items()}
+            errors |= layer.errors
         return {**anomalies, **({ERRORS_KEY: errors} if errors else {})}
 
 
@@ -78,6 +95,16 @@ class Scenario(BaseModel):
         default_factory=dict, description="librdkafka properties over the workload defaults"
     )
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    consumers: ConsumerWorkloadSpec | None = Field(
+        None,
+        description="the consumer workload (seed 004): consumers in one group applying the "
+        "run's records to a sink",
+    )
+    modes: list[HandlerMode] = Field(
+        default_factory=list,
+        description="the handler modes the scenario is meant for (the matrix runs each); "
+        "default: the consumer workload's own",
+    )
     nemesis: list[AnyStep] = Field(default_factory=list)
     expected: ScenarioExpected = Field(default_factory=ScenarioExpected)
     timeout_s: float = Field(120.0, gt=0, le=3600, description="bound on the whole run")
@@ -93,19 +120,37 @@ class Scenario(BaseModel):
 
     @model_validator(mode="after")
     def _steps_fit(self) -> Self:
-        targets = tuple(self.targets)
+        shape = ScenarioShape(
+            targets=tuple(self.targets),
+            producers=self.workload.producers,
+            partitions=self.topic.partitions,
+            consumers=0 if self.consumers is None else self.consumers.consumers,
+        )
         for index, step in enumerate(self.nemesis):
-            if step.on is not None and not set(step.on) <= set(targets):
-                extra = sorted(set(step.on) - set(targets))
+            if step.on is not None and not set(step.on) <= set(shape.targets):
+                extra = sorted(set(step.on) - set(shape.targets))
                 raise ValueError(f"nemesis.{index}.on: {extra} not among the scenario's targets")
-            misfit = step.misfit(
-                targets=targets,
-                producers=self.workload.producers,
-                partitions=self.topic.partitions,
-            )
+            misfit = step.misfit(shape)
             if misfit is not None:
                 raise ValueError(f"nemesis.{index}.{misfit}")
+        if self.modes and self.consumers is None:
+            raise ValueError("modes: handler modes need a consumer workload (consumers)")
         return self
+
+    @property
+    def run_modes(self) -> list[HandlerMode | None]:
+        """The modes the matrix runs the scenario in (None: no consumer workload)."""
+        if self.modes:
+            return list(self.modes)
+        return [None if self.consumers is None else self.consumers.mode]
+
+    def consumer_workload(self, mode: HandlerMode | None) -> ConsumerWorkloadSpec | None:
+        """The consumer workload of a run in ``mode``: the scenario's in that mode, or, for a
+        scenario without one, the default workload in that mode (a producer scenario paired
+        with a consumer mode); None runs no consumer (and ``mode`` None keeps the scenario's)."""
+        if self.consumers is None:
+            return None if mode is None else ConsumerWorkloadSpec(mode=mode)
+        return self.consumers if mode is None else self.consumers.model_copy(update={"mode": mode})
 
     @property
     def producer_config(self) -> ScalarConfig:

@@ -15,6 +15,8 @@ Seeded halt points make the faults of seed 004 exact: ``crash_after_effects`` N 
 process (-9) right after its N-th applied effect, before any commit (in auto-commit, once
 librdkafka's auto-commit has committed past every record handed out);
 ``freeze_after_effects`` N stops it (SIGSTOP) there: a zombie until someone sends SIGCONT.
+The nemesis arms the same points in a running session: SIGUSR1 (:data:`ARM_CRASH`) makes the
+next applied effect the crash point, SIGUSR2 (:data:`ARM_FREEZE`) the freeze point.
 
 SIGTERM ends the session cleanly (finish the batch, commit, leave the group). It also ends
 after ``idle_exit_s`` without a record, and is terminated (SIGALRM) after ``max_runtime_s``
@@ -45,6 +47,8 @@ from eoslab.workload.sink.database import Sink
 from eoslab.workload.sink.effects import Delivery
 from eoslab.workload.sink.orders import command_of
 
+ARM_CRASH = signal.SIGUSR1
+ARM_FREEZE = signal.SIGUSR2
 PROGRESS_INTERVAL_S = 0.2
 AUTO_COMMIT_WAIT_S = 10.0
 """How long the auto-commit crash point waits for librdkafka's commit of what it handed out."""
@@ -96,6 +100,9 @@ class ConsumerSession:
         self.stopping = False
         self.fatal: str | None = None
         self.state = "running"
+        self.crash_at = spec.crash_after_effects
+        self.freeze_at = spec.freeze_after_effects
+        """The applied-effect counts at which the session kills or stops itself."""
         self._last_progress = 0.0
         config: dict[str, object] = {
             **spec.config,
@@ -214,11 +221,21 @@ class ConsumerSession:
         }
 
     # ---------------------------------------------------------------- halt points
+    def arm(self, signum: int, _frame: object = None) -> None:
+        """ARM_CRASH / ARM_FREEZE: halt right after the next applied effect, before its commit."""
+        after_next = self.counts[Effect.APPLIED] + 1
+        if signum == ARM_CRASH:
+            self.crash_at = after_next
+        else:
+            self.freeze_at = after_next
+        self.state = "armed"  # shown by the next progress line (no I/O in a signal handler)
+
     def _halt_points(self) -> None:
         applied = self.counts[Effect.APPLIED]
-        if applied == self.spec.freeze_after_effects:
+        if applied == self.freeze_at:
+            self.freeze_at = None
             self._halt("frozen", signal.SIGSTOP)
-        if applied == self.spec.crash_after_effects:
+        if applied == self.crash_at:
             if self.auto_commit:
                 self._await_auto_commit()
             self._halt("crashing", signal.SIGKILL)
@@ -369,6 +386,8 @@ def main(argv: list[str]) -> int:
     signal.alarm(math.ceil(spec.max_runtime_s))
     session = ConsumerSession(spec)
     signal.signal(signal.SIGTERM, session.stop)
+    for signum in (ARM_CRASH, ARM_FREEZE):
+        signal.signal(signum, session.arm)
     session.run()
     return 1 if session.fatal else 0
 

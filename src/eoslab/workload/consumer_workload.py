@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from eoslab.clock import now_ms, wait_until
 from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo, RunDir
-from eoslab.workload.consumer import ConsumerSpec
+from eoslab.workload.consumer import ARM_CRASH, ARM_FREEZE, ConsumerSpec
 from eoslab.workload.consumer_spec import ConsumerLoop, ConsumerWorkloadSpec
 from eoslab.workload.consumption import seal_session
 from eoslab.workload.sessions import Session, SessionProcess, stop_all
@@ -30,6 +30,8 @@ from eoslab.workload.sink.database import Sink, describe
 
 STOP_GRACE_S = 15.0
 OFFSETS_TIMEOUT_S = 10.0
+ARM_TIMEOUT_S = 60.0
+"""How long an armed crash or freeze point may wait for the consumer's next effect."""
 
 
 class ConsumerWorkloadError(RuntimeError):
@@ -99,6 +101,33 @@ class ConsumerWorkload:
         if current is not None and current.process.running:
             raise ConsumerWorkloadError(f"consumer {consumer} is still running")
         return self._launch(consumer, crash_after_effects, freeze_after_effects).info
+
+    def crash_after_next_effect(
+        self, consumer: int, timeout_s: float = ARM_TIMEOUT_S
+    ) -> tuple[ConsumerSessionInfo, bool]:
+        """Arm the running session's crash point: it kills itself (-9) right after its next
+        applied effect, before that record's offset is committed. Returns once it is dead and
+        its ledger sealed, with True; if no effect comes within ``timeout_s`` (nothing left to
+        read), it is killed from outside, and False."""
+        session = self._running(consumer)
+        session.process.signal(ARM_CRASH)
+        if wait_until(lambda: session.process.finished, timeout_s, interval_s=0.05):
+            return session.info, True
+        session.process.kill(STOP_GRACE_S)
+        return session.info, False
+
+    def freeze_after_next_effect(self, consumer: int, timeout_s: float = ARM_TIMEOUT_S) -> bool:
+        """Arm the running session's freeze point: it stops itself (SIGSTOP) right after its next
+        applied effect, outside any sink transaction. True once it has; if no effect comes within
+        ``timeout_s`` it is stopped from outside, and False. :meth:`resume` wakes it."""
+        session = self._running(consumer)
+        session.process.signal(ARM_FREEZE)
+        frozen = wait_until(
+            lambda: session.process.progress.get("state") == "frozen", timeout_s, interval_s=0.05
+        )
+        if not frozen:
+            session.process.signal(signal.SIGSTOP)
+        return bool(frozen)
 
     def pause(self, consumer: int) -> None:
         """SIGSTOP: every thread stops, heartbeats too; sockets stay open."""
@@ -211,15 +240,10 @@ class ConsumerWorkload:
     def failures(self) -> list[str]:
         """Sessions that exited abnormally without being crashed on purpose (their own seeded
         crash point included)."""
-        planted = -signal.SIGKILL
         return [
             f"consumer {s.info.consumer} session {s.info.session_id} exited {s.process.returncode}"
             for s in self._all()
-            if s.process.returncode not in (None, 0)
-            and not s.process.killed
-            and not (
-                s.process.returncode == planted and s.process.progress.get("state") == "crashing"
-            )
+            if s.process.failed
         ]
 
     # ---------------------------------------------------------------- internals

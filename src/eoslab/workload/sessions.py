@@ -29,6 +29,8 @@ class SessionProcess:
         self.progress: dict[str, Any] = {}
         self.killed = False
         """Ended by a kill -9 on purpose (a crash the nemesis asked for, not a failure)."""
+        self.stopped = False
+        """Asked to end (SIGTERM): dying of it before its handler is in place is no failure."""
         self._on_exit = on_exit
         with log.open("wb") as stderr:
             self.process = subprocess.Popen(
@@ -52,6 +54,17 @@ class SessionProcess:
     @property
     def returncode(self) -> int | None:
         return self.process.returncode
+
+    @property
+    def failed(self) -> bool:
+        """Exited abnormally, and not on purpose: neither killed nor stopped by its supervisor,
+        nor crashed at its own planted crash point (its last progress state "crashing")."""
+        code = self.process.returncode
+        if code in (None, 0) or self.killed:
+            return False
+        if self.stopped and code in (-signal.SIGTERM, -signal.SIGKILL):
+            return False
+        return not (code == -signal.SIGKILL and self.progress.get("state") == "crashing")
 
     def signal(self, signum: signal.Signals) -> None:
         if self.running:
@@ -91,6 +104,7 @@ def stop_all(sessions: Iterable[SessionProcess], grace_s: float) -> None:
     SIGKILL what is left after the grace."""
     running = [s for s in sessions if s.running]
     for session in running:
+        session.stopped = True
         session.signal(signal.SIGCONT)
         session.signal(signal.SIGTERM)
     deadline = time.monotonic() + grace_s

@@ -107,7 +107,7 @@ class Workload:
         return [
             f"producer {s.info.producer} session {s.info.session_id} exited {s.process.returncode}"
             for s in self._all()
-            if s.process.returncode not in (None, 0) and not s.process.killed
+            if s.process.failed
         ]
 
     # ---------------------------------------------------------------- internals

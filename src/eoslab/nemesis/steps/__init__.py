@@ -6,6 +6,10 @@ from typing import Annotated, get_args
 
 from pydantic import Field
 
+from eoslab.nemesis.steps.base import Step
+from eoslab.nemesis.steps.consumer_crash import ConsumerCrashStep
+from eoslab.nemesis.steps.consumer_join import ConsumerJoinStep
+from eoslab.nemesis.steps.consumer_pause import ConsumerPauseStep
 from eoslab.nemesis.steps.kill import KillStep
 from eoslab.nemesis.steps.pause import PauseStep
 from eoslab.nemesis.steps.probe import ProbeStep
@@ -15,16 +19,6 @@ from eoslab.nemesis.steps.refbroker_fault import RefbrokerStep
 from eoslab.nemesis.steps.restart import RestartStep
 from eoslab.nemesis.steps.rolling_restart import RollingRestartStep
 
-STEP_TYPES = (
-    KillStep,
-    PauseStep,
-    RestartStep,
-    RollingRestartStep,
-    ProxyStep,
-    RefbrokerStep,
-    ProducerCrashStep,
-    ProbeStep,
-)
 AnyStep = Annotated[
     KillStep
     | PauseStep
@@ -33,10 +27,14 @@ AnyStep = Annotated[
     | ProxyStep
     | RefbrokerStep
     | ProducerCrashStep
-    | ProbeStep,
+    | ProbeStep
+    | ConsumerCrashStep
+    | ConsumerPauseStep
+    | ConsumerJoinStep,
     Field(discriminator="kind"),
 ]
 """A scenario's nemesis step, told apart by ``kind``."""
+STEP_TYPES: tuple[type[Step], ...] = get_args(get_args(AnyStep)[0])
 STEP_KINDS: tuple[str, ...] = tuple(
     get_args(step_type.model_fields["kind"].annotation)[0] for step_type in STEP_TYPES
 )

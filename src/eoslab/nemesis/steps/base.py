@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -19,13 +20,26 @@ if TYPE_CHECKING:
     from eoslab.refbroker.control_client import RefbrokerControl
     from eoslab.rundir import RunDir
     from eoslab.runtime.lab import ProcessFaults
+    from eoslab.workload.consumer_workload import ConsumerWorkload
     from eoslab.workload.supervisor import Workload
 
 LEADER = "leader"
+COORDINATOR = "coordinator"
 RANDOM_BROKER = "random-broker"
-SERVICE_TARGETS = (LEADER, RANDOM_BROKER, *KAFKA_SERVICES, REFBROKER_SERVICE)
-"""What a step may name as its target: a service, the current partition leader, or a seeded
-pick among the target's brokers."""
+SERVICE_TARGETS = (LEADER, COORDINATOR, RANDOM_BROKER, *KAFKA_SERVICES, REFBROKER_SERVICE)
+"""What a step may name as its target: a service, the current partition leader, the broker
+coordinating the run's consumer group, or a seeded pick among the target's brokers."""
+
+
+@dataclass(frozen=True)
+class ScenarioShape:
+    """What a step may check a scenario against: its targets and its workloads' sizes."""
+
+    targets: tuple[LabTarget, ...]
+    producers: int
+    partitions: int
+    consumers: int
+    """Consumer processes of the consumer workload; 0 when the scenario has none."""
 
 
 class StepContext(Protocol):
@@ -63,6 +77,7 @@ class StepContext(Protocol):
     def proxy(self) -> ProxyControl: ...
     def refbroker(self) -> RefbrokerControl: ...
     def workload(self) -> Workload: ...
+    def consumers(self) -> ConsumerWorkload: ...
 
 
 class Step(BaseModel, abc.ABC):
@@ -95,10 +110,8 @@ class Step(BaseModel, abc.ABC):
         """The service named in the scenario file (resolved per run), if the step has one."""
         return None
 
-    def misfit(
-        self, *, targets: tuple[LabTarget, ...], producers: int, partitions: int
-    ) -> str | None:
-        """Why the step cannot be part of a scenario with these targets and workload, or None."""
+    def misfit(self, scenario: ScenarioShape) -> str | None:
+        """Why the step cannot be part of a scenario of this shape, or None."""
         return None
 
     @abc.abstractmethod
@@ -142,11 +155,11 @@ class PartitionStep(Step):
 
     partition: int = Field(0, ge=0, description="the partition: whose leader, what to probe")
 
-    def misfit(
-        self, *, targets: tuple[LabTarget, ...], producers: int, partitions: int
-    ) -> str | None:
-        if self.partition >= partitions:
-            return f"partition: {self.partition}, but the topic has {partitions} partition(s)"
+    def misfit(self, scenario: ScenarioShape) -> str | None:
+        if self.partition >= scenario.partitions:
+            return (
+                f"partition: {self.partition}, but the topic has {scenario.partitions} partition(s)"
+            )
         return None
 
 
@@ -167,6 +180,24 @@ class ServiceStep(PartitionStep):
     @property
     def service_target(self) -> str | None:
         return self.target
+
+
+class ConsumerStep(EndingStep):
+    """A step that acts on one consumer process of the consumer workload."""
+
+    consumer: int = Field(0, ge=0, description="the consumer's index in the group")
+
+    def misfit(self, scenario: ScenarioShape) -> str | None:
+        if self.consumer >= scenario.consumers:
+            return (
+                f"consumer: {self.consumer}, but the consumer workload has "
+                f"{scenario.consumers} consumer(s)"
+            )
+        return None
+
+    @property
+    def who(self) -> str:
+        return f"consumer-{self.consumer}"
 
 
 def start_phase(step: ResolvedStep) -> str:

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from eoslab.nemesis.steps.base import EndingStep, StepContext, start_phase
-from eoslab.rundir import LabTarget
+from eoslab.nemesis.steps.base import EndingStep, ScenarioShape, StepContext, start_phase
 
 if TYPE_CHECKING:
     from eoslab.nemesis.timeline import ResolvedStep
@@ -18,11 +17,11 @@ class ProducerCrashStep(EndingStep):
     kind: Literal["producer-crash"]
     producer: int = Field(0, ge=0)
 
-    def misfit(
-        self, *, targets: tuple[LabTarget, ...], producers: int, partitions: int
-    ) -> str | None:
-        if self.producer >= producers:
-            return f"producer: {self.producer}, but the workload has {producers} producer(s)"
+    def misfit(self, scenario: ScenarioShape) -> str | None:
+        if self.producer >= scenario.producers:
+            return (
+                f"producer: {self.producer}, but the workload has {scenario.producers} producer(s)"
+            )
         return None
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import field_validator
 
-from eoslab.nemesis.steps.base import EndingStep, StepContext, start_phase
+from eoslab.nemesis.steps.base import EndingStep, ScenarioShape, StepContext, start_phase
 from eoslab.refbroker.faults import FAULT_ADAPTER
-from eoslab.rundir import LabTarget
 
 if TYPE_CHECKING:
     from eoslab.nemesis.timeline import ResolvedStep
@@ -25,10 +24,8 @@ class RefbrokerStep(EndingStep):
         FAULT_ADAPTER.validate_python(fault)
         return fault
 
-    def misfit(
-        self, *, targets: tuple[LabTarget, ...], producers: int, partitions: int
-    ) -> str | None:
-        if set(self.on or targets) != {"refbroker"}:
+    def misfit(self, scenario: ScenarioShape) -> str | None:
+        if set(self.on or scenario.targets) != {"refbroker"}:
             return "on: a refbroker fault needs on: [refbroker] (the scenario also targets kafka)"
         return None
 

@@ -1,0 +1,37 @@
+"""kill -9 a consumer between an effect and its commit (seed 004): the record's effect is in
+the sink, its offset is not committed, so it is delivered again. A new session of the consumer
+starts after `duration`, at once if unset."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from eoslab.nemesis.steps.base import ConsumerStep, StepContext, start_phase
+
+if TYPE_CHECKING:
+    from eoslab.nemesis.timeline import ResolvedStep
+
+
+class ConsumerCrashStep(ConsumerStep):
+    kind: Literal["consumer-crash"]
+
+    def start(self, ctx: StepContext, step: ResolvedStep) -> None:
+        crashed, between = ctx.consumers().crash_after_next_effect(self.consumer)
+        phase = start_phase(step)
+        ctx.log(
+            "consumer-crash",
+            self.who,
+            phase,
+            step=step.index,
+            session_id=crashed.session_id,
+            between_effect_and_commit=between,
+        )
+        if phase == "instant":
+            self._restart(ctx, step, phase)
+
+    def end(self, ctx: StepContext, step: ResolvedStep) -> None:
+        self._restart(ctx, step, "end")
+
+    def _restart(self, ctx: StepContext, step: ResolvedStep, phase: str) -> None:
+        session = ctx.consumers().restart(self.consumer)
+        ctx.log("consumer-crash", self.who, phase, step=step.index, restarted=session.session_id)

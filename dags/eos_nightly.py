@@ -16,7 +16,8 @@ from datetime import timedelta
 from airflow.sdk import DAG, Param, task_group
 
 from eoslab.orchestration import tasks
-from eoslab.orchestration.matrix import DEFAULT_RECORDS, MATRICES, TARGETS
+from eoslab.orchestration.matrix import DEFAULT_RECORDS, MATRICES
+from eoslab.rundir import HANDLER_MODES, LAB_TARGETS
 from eoslab.scenarios.catalogue import catalogue
 
 with DAG(
@@ -39,10 +40,17 @@ with DAG(
             description="Only these scenarios (empty: the matrix's).",
         ),
         "targets": Param(
-            list(TARGETS),
+            list(LAB_TARGETS),
             type="array",
-            items={"type": "string", "enum": list(TARGETS)},
+            items={"type": "string", "enum": list(LAB_TARGETS)},
             description="Targets.",
+        ),
+        "modes": Param(
+            [],
+            type="array",
+            items={"type": "string", "enum": list(HANDLER_MODES)},
+            description="Run every chosen scenario with consumers in these handler modes "
+            "(empty: each scenario's own).",
         ),
         "records": Param(
             None,
@@ -54,9 +62,11 @@ with DAG(
 ) as dag:
 
     @task_group
-    def cell(scenario: str, target: str, records: int | None, runs_dir: str) -> None:
+    def cell(
+        scenario: str, target: str, records: int | None, mode: str | None, runs_dir: str
+    ) -> None:
         run_dir = tasks.run_scenario(
-            scenario=scenario, target=target, records=records, runs_dir=runs_dir
+            scenario=scenario, target=target, records=records, mode=mode, runs_dir=runs_dir
         )
         checked = tasks.spark_checker(run_dir)
         tasks.lab_health(target) >> run_dir

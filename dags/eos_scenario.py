@@ -1,6 +1,7 @@
 """eos_scenario: one scenario on one target, triggered by hand from the form.
 
-lab health → workload ∥ nemesis (`eoslab run`, which creates the topic) → the checker's Spark
+lab health → producers (and consumers, in a handler mode) ∥ nemesis (`eoslab run`, which
+creates the topic) → the checker's Spark
 job (anomalies, GX suites, verdict; spark-submit on `spark_default`) → publish the GX results →
 publish the verdict → the run's report → conformance (red when the run does not conform).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 from airflow.sdk import DAG, Param
 
 from eoslab.orchestration import tasks
-from eoslab.orchestration.matrix import TARGETS
+from eoslab.rundir import HANDLER_MODES, LAB_TARGETS
 from eoslab.scenarios.catalogue import catalogue
 
 with DAG(
@@ -28,7 +29,7 @@ with DAG(
             "baseline", type="string", enum=sorted(catalogue()), description="Catalogue scenario."
         ),
         "target": Param(
-            "kafka", type="string", enum=list(TARGETS), description="System under test."
+            "kafka", type="string", enum=list(LAB_TARGETS), description="System under test."
         ),
         "records": Param(
             None,
@@ -41,6 +42,13 @@ with DAG(
             type="object",
             description='librdkafka properties over the scenario\'s, e.g. {"linger.ms": 5}.',
         ),
+        "mode": Param(
+            None,
+            type=["null", "string"],
+            enum=[None, *HANDLER_MODES],
+            description="Consumers in this handler mode (empty: the scenario's own, if any; "
+            "a producer scenario gets the default consumer workload).",
+        ),
         "seed": Param(None, type=["null", "integer"], description="Seed (empty: the scenario's)."),
     },
 ) as dag:
@@ -50,6 +58,7 @@ with DAG(
         records="{{ params.records }}",
         seed="{{ params.seed }}",
         producer_overrides="{{ params.producer_overrides }}",
+        mode="{{ params.mode }}",
     )
     checked = tasks.spark_checker(run_dir)
     gx = tasks.gx_validation(run_dir)

@@ -447,7 +447,17 @@ class RunDir:
 
 HandlerMode = Literal["auto-commit", "commit-after", "idempotent", "dedup-table"]
 """How a consumer applies records and commits offsets (ARCHITECTURE.md, "The consumer half")."""
-HANDLER_MODES: tuple[str, ...] = get_args(HandlerMode)
+HANDLER_MODES: tuple[HandlerMode, ...] = get_args(HandlerMode)
+
+
+def handler_mode(name: str | None) -> HandlerMode | None:
+    """``name`` as a handler mode (None stays None); ValueError naming the choices otherwise."""
+    if name is None:
+        return None
+    for mode in HANDLER_MODES:
+        if name == mode:
+            return mode
+    raise ValueError(f"unknown handler mode {name!r}; choose one of: {', '.join(HANDLER_MODES)}")
 
 
 class Effect(StrEnum):

@@ -9,7 +9,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from eoslab.rundir import HISTORY_SCHEMA, GxOutcome, RunDir, RunInfo, VerdictLinks
+from eoslab.rundir import (
+    HISTORY_SCHEMA,
+    ConsumptionInfo,
+    GxOutcome,
+    HandlerMode,
+    RunDir,
+    RunInfo,
+    VerdictLinks,
+    cell_name,
+)
 from eoslab.verify.verdict import build_verdict, expected_checks, judge
 
 START_MS = 1_700_000_000_000
@@ -49,9 +58,11 @@ def make_run(
     observed: dict[str, int] | None = None,
     checked: bool = True,
     started_ms: int = START_MS,
+    mode: HandlerMode | None = None,
 ) -> Path:
-    """A finished run; ``checked`` False leaves no verdict (as when the checker crashed)."""
-    run_id = f"{scenario}-{target}-{started_ms}"
+    """A finished run; ``checked`` False leaves no verdict (as when the checker crashed);
+    with a ``mode`` it had a consumer workload in that mode."""
+    run_id = f"{cell_name(scenario, mode)}-{target}-{started_ms}"
     run = RunDir.for_run(run_id, root).create()
     info = RunInfo(
         run_id=run_id,
@@ -64,6 +75,9 @@ def make_run(
         started_ms=started_ms,
         ended_ms=started_ms + 2_500,
         expected=expected or {},
+        consumption=None
+        if mode is None
+        else ConsumptionInfo(group=f"eoslab-{run_id}", mode=mode, sink="sqlite:x", consumers=2),
     )
     run.write_info(info)
     _history(run, run_id)
@@ -103,7 +117,9 @@ def make_run(
         run_id=run_id,
         scenario=scenario,
         target=target,
-        checks=judge(expected_checks(expected or {}), observed, examples),
+        checks=judge(
+            expected_checks(expected or {}, consumed=mode is not None), observed, examples
+        ),
         gx=GxOutcome(
             success=True, agrees_with_anomalies=True, suites={}, expectations=[], data_docs=None
         ),

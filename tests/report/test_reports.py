@@ -38,6 +38,29 @@ def test_a_negative_control_that_finds_its_anomaly_conforms(tmp_path: Path) -> N
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
 
 
+def test_a_run_with_consumers_shows_both_halves_and_its_mode(tmp_path: Path) -> None:
+    run = make_run(
+        tmp_path / "runs",
+        "consumer-crash-before-commit",
+        "kafka",
+        mode="commit-after",
+        expected={"effect_duplicate": ">0", "redelivered": ">0"},
+        observed={"effect_duplicate": 3, "redelivered": 5},
+    )
+    outcome = load_outcome(run)
+    assert outcome.cell == ("consumer-crash-before-commit.commit-after", "kafka")
+    assert outcome.status is Status.CONFORMS
+    html = write_run_report(run, tmp_path / "reports").read_text()
+    assert "consumers in commit-after" in html
+    producer, consumer = html.split('id="producer-half"')[1].split('id="consumer-half"')
+    assert 'data-check="duplicate"' in producer
+    assert 'data-check="effect_duplicate"' not in producer
+    for check in ("unprocessed", "redelivered", "effect_duplicate", "effect_reorder"):
+        assert f'data-check="{check}"' in consumer
+    index = write_nightly_report([run], name="night", reports=tmp_path / "reports")
+    assert 'data-scenario="consumer-crash-before-commit.commit-after"' in index.read_text()
+
+
 def test_a_mismatch_is_a_junit_failure_that_says_what_was_seen(tmp_path: Path) -> None:
     run = make_run(tmp_path / "runs", "baseline", "refbroker", observed={"duplicate": 2, "lost": 1})
     index = write_run_report(run, tmp_path / "reports")

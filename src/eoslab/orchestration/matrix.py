@@ -1,8 +1,11 @@
-"""The scenario matrix: which scenarios run against which targets, and with how many records.
+"""The scenario matrix: which scenarios run against which targets, in which consumer handler
+modes, and with how many records.
 
 The default matrix is small enough for `make lab` on two cores: the baseline, one fault the
 idempotent producer must survive (lost acks) and one negative control (no idempotence), each
-on both targets. The full matrix is every catalogue scenario on every target it names.
+on both targets. The full matrix is every catalogue scenario on every target it names, each
+consumer scenario in every mode it names, and a few producer scenarios paired with consumers
+(:data:`END_TO_END`: exactly-once from the producer to the sink).
 """
 
 from __future__ import annotations
@@ -11,10 +14,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from eoslab.rundir import HANDLER_MODES, LAB_TARGETS, HandlerMode
 from eoslab.scenarios.catalogue import catalogue, load_scenario
 
-TARGETS = ("kafka", "refbroker")
 DEFAULT_SCENARIOS = ("baseline", "lost-acks", "no-idempotence")
+END_TO_END: dict[str, tuple[HandlerMode, ...]] = {
+    "baseline": ("dedup-table",),
+    "lost-acks": ("dedup-table",),
+    "leader-kill": ("idempotent",),
+}
+"""Producer scenarios the full matrix also runs with consumers, in these modes."""
 DEFAULT_RECORDS = 1500
 MATRICES = ("default", "full")
 
@@ -30,6 +39,8 @@ class Cell:
     scenario: str
     target: str
     records: int | None = None
+    mode: HandlerMode | None = None
+    """The consumers' handler mode; None: producers only."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -37,8 +48,9 @@ class Cell:
 
 def plan(request: Mapping[str, Any]) -> list[Cell]:
     """The cells of a matrix request (a DAG run's conf): ``matrix`` "default" or "full", or
-    explicit ``scenarios``; optional ``targets`` to narrow them and ``records`` per cell (the
-    default matrix uses :data:`DEFAULT_RECORDS` unless told otherwise)."""
+    explicit ``scenarios``; optional ``targets`` to narrow them, ``modes`` to run every chosen
+    scenario with consumers in those handler modes instead of its own, and ``records`` per cell
+    (the default matrix uses :data:`DEFAULT_RECORDS` unless told otherwise)."""
     matrix = request.get("matrix", "default")
     if matrix not in MATRICES:
         raise MatrixError(f"unknown matrix {matrix!r}; choose one of {', '.join(MATRICES)}")
@@ -49,14 +61,24 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
     unknown = sorted(set(scenarios) - known.keys())
     if unknown:
         raise MatrixError(f"unknown scenario(s) {unknown}; the catalogue has {', '.join(known)}")
-    targets = request.get("targets") or TARGETS
-    if not set(targets) <= set(TARGETS):
-        raise MatrixError(f"targets must be among {TARGETS}, not {targets}")
+    targets = request.get("targets") or LAB_TARGETS
+    if not set(targets) <= set(LAB_TARGETS):
+        raise MatrixError(f"targets must be among {LAB_TARGETS}, not {targets}")
+    modes = request.get("modes") or []
+    if not set(modes) <= set(HANDLER_MODES):
+        raise MatrixError(f"modes must be among {HANDLER_MODES}, not {modes}")
     default_records = DEFAULT_RECORDS if matrix == "default" else None
     records = request.get("records", default_records)
-    return [
-        Cell(name, target, records)
-        for name in scenarios
-        for target in targets
-        if target in load_scenario(known[name]).targets
-    ]
+    cells = []
+    for name in scenarios:
+        scenario = load_scenario(known[name])
+        runs: list[HandlerMode | None] = list(modes) or scenario.run_modes
+        if matrix == "full" and not modes:
+            runs += END_TO_END.get(name, ())
+        cells += [
+            Cell(name, target, records, mode)
+            for target in targets
+            if target in scenario.targets
+            for mode in runs
+        ]
+    return cells

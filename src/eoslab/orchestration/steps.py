@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eoslab.admin import metadata_brokers
-from eoslab.rundir import RunDir, Verdict
+from eoslab.rundir import RunDir, Verdict, handler_mode
 from eoslab.runtime import get_runtime
 from eoslab.runtime.health import port_open
 from eoslab.runtime.status import cluster_view
@@ -92,6 +92,7 @@ def run_scenario(
     records: int | None = None,
     seed: int | None = None,
     producer_overrides: Mapping[str, Any] | None = None,
+    mode: str | None = None,
     runs_dir: str | None = None,
 ) -> str:
     """Topic, workload ∥ nemesis, heal (what `eoslab run` does); returns the run directory."""
@@ -103,6 +104,7 @@ def run_scenario(
         config=config,
         runs_root=Path(runs_dir) if runs_dir else runs_root(),
         records=records,
+        mode=handler_mode(mode),
         show_progress=False,
     )
     run_dir = str(result.run_dir.path)

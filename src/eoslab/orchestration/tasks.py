@@ -23,6 +23,7 @@ from airflow.sdk import TriggerRule, task
 from eoslab.orchestration import steps
 from eoslab.orchestration.matrix import plan
 from eoslab.report.render import read_summary, write_nightly_report, write_run_report
+from eoslab.rundir import cell_name
 from eoslab.runtime.airflow import LAB_POOL
 from eoslab.settings import runs_root
 from eoslab.verify.submit import checker_job
@@ -56,15 +57,17 @@ def run_scenario(
     records: int | None = None,
     seed: int | None = None,
     producer_overrides: dict[str, Any] | None = None,
+    mode: str | None = None,
     runs_dir: str | None = None,
 ) -> str:
-    """Create the topic and run the workload ∥ nemesis (`eoslab run`); returns the run dir."""
+    """Create the topic and run the workloads ∥ nemesis (`eoslab run`); returns the run dir."""
     return steps.run_scenario(
         scenario,
         target,
         records=records,
         seed=seed,
         producer_overrides=producer_overrides,
+        mode=mode,
         runs_dir=runs_dir,
     )
 
@@ -121,7 +124,7 @@ def plan_cells(request: dict[str, Any], night: str) -> list[dict[str, Any]]:
     """The matrix cells the DAG run's params select; every run dir goes under one folder."""
     runs_dir = str(runs_root() / f"nightly-{night}")
     cells = [{**cell.to_json(), "runs_dir": runs_dir} for cell in plan(request)]
-    log.info("%d cells: %s", len(cells), [(c["scenario"], c["target"]) for c in cells])
+    log.info("%d cells: %s", len(cells), [(c["scenario"], c["mode"], c["target"]) for c in cells])
     return cells
 
 
@@ -140,14 +143,14 @@ def nightly_report(night: str) -> dict[str, Any]:
 @task(execution_timeout=PUBLISH_TIMEOUT, retries=0)
 def matrix_conforms(summary: dict[str, Any], expected_cells: list[dict[str, Any]]) -> None:
     """Red unless every planned cell has a run and every run conforms."""
-    done = {(c["scenario"], c["target"]) for c in summary["cells"]}
+    done = {(c["scenario"], c["mode"], c["target"]) for c in summary["cells"]}
     missing = [
-        (c["scenario"], c["target"])
+        (c["scenario"], c["mode"], c["target"])
         for c in expected_cells
-        if (c["scenario"], c["target"]) not in done
+        if (c["scenario"], c["mode"], c["target"]) not in done
     ]
     bad = [
-        f"{c['scenario']}/{c['target']}: {c['message']}"
+        f"{cell_name(c['scenario'], c['mode'])}/{c['target']}: {c['message']}"
         for c in summary["cells"]
         if c["status"] != "conforms"
     ]

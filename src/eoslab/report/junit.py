@@ -28,7 +28,7 @@ def junit_xml(suite_name: str, outcomes: list[RunOutcome]) -> str:
             suite,
             "testcase",
             classname=f"eoslab.{outcome.target}",
-            name=outcome.scenario,
+            name=outcome.label,
             time=f"{outcome.duration_s or 0.0:.3f}",
         )
         if outcome.status is not Status.CONFORMS:

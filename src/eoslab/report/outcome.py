@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from eoslab.rundir import RunDir
+from eoslab.rundir import CONSUMER_ANOMALIES, RunDir, cell_name
 
 
 class Status(StrEnum):
@@ -32,6 +32,8 @@ class RunOutcome:
     target: str
     run_dir: str
     status: Status
+    mode: str | None = None
+    """The consumer workload's handler mode; None when the run had none."""
     started_ms: int | None = None
     ended_ms: int | None = None
     checked_ms: int | None = None
@@ -50,8 +52,18 @@ class RunOutcome:
         return (self.ended_ms - self.started_ms) / 1000
 
     @property
+    def label(self) -> str:
+        """The scenario, with the consumers' handler mode when the run had consumers."""
+        return cell_name(self.scenario, self.mode)
+
+    @property
     def cell(self) -> tuple[str, str]:
-        return (self.scenario, self.target)
+        """(scenario with its mode, target): a matrix row and column."""
+        return (self.label, self.target)
+
+    def checks_of(self, half: str) -> list[dict[str, Any]]:
+        """The checks of the ``producer`` or the ``consumer`` half of the run."""
+        return [c for c in self.checks if (c["name"] in CONSUMER_ANOMALIES) == (half == "consumer")]
 
     def mismatch_message(self) -> str:
         """One line per mismatching check: what was expected, what was seen."""
@@ -85,6 +97,7 @@ def load_outcome(run_dir: Path) -> RunOutcome:
         "scenario": info.scenario,
         "target": info.target,
         "run_dir": str(run.path),
+        "mode": None if info.consumption is None else info.consumption.mode,
         "started_ms": info.started_ms,
         "ended_ms": info.ended_ms,
     }

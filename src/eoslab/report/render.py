@@ -71,7 +71,7 @@ def _matrix(outcomes: list[RunOutcome], page_dir: Path, root: Path) -> dict[str,
         }
         for o in outcomes
     }
-    scenarios = sorted({o.scenario for o in outcomes})
+    scenarios = sorted({o.label for o in outcomes})
     return {
         "targets": targets,
         "rows": [(s, [cells.get((s, t)) for t in targets]) for s in scenarios],
@@ -151,6 +151,7 @@ def write_nightly_report(
         "outcomes": [
             {
                 "scenario": o.scenario,
+                "mode": o.mode,
                 "target": o.target,
                 "status": o.status.value,
                 "run_id": o.run_id,

@@ -1,0 +1,57 @@
+"""The matrix a DAG run plans: scenarios x targets x handler modes (pure logic)."""
+
+from __future__ import annotations
+
+import pytest
+
+from eoslab.orchestration.matrix import DEFAULT_RECORDS, END_TO_END, Cell, MatrixError, plan
+from eoslab.scenarios.catalogue import catalogue, load_scenario
+
+
+def test_the_default_matrix_is_small_and_producers_only() -> None:
+    cells = plan({"matrix": "default"})
+    assert {(c.scenario, c.target) for c in cells} == {
+        (s, t) for s in ("baseline", "lost-acks", "no-idempotence") for t in ("kafka", "refbroker")
+    }
+    assert {c.mode for c in cells} == {None}
+    assert {c.records for c in cells} == {DEFAULT_RECORDS}
+
+
+def test_the_full_matrix_runs_every_consumer_scenario_in_each_of_its_modes() -> None:
+    cells = plan({"matrix": "full"})
+    crash = {(c.target, c.mode) for c in cells if c.scenario == "consumer-crash-before-commit"}
+    assert crash == {
+        (t, m)
+        for t in ("kafka", "refbroker")
+        for m in ("commit-after", "idempotent", "dedup-table")
+    }
+    for name, modes in END_TO_END.items():
+        paired = {c.mode for c in cells if c.scenario == name}
+        assert paired == {None, *modes}
+    for name, path in catalogue().items():
+        scenario = load_scenario(path)
+        for target in scenario.targets:
+            for mode in scenario.run_modes:
+                assert Cell(name, target, None, mode) in cells
+
+
+def test_explicit_modes_pair_any_scenario_with_consumers() -> None:
+    cells = plan({"scenarios": ["baseline", "zombie-consumer"], "modes": ["idempotent"]})
+    assert {(c.scenario, c.mode) for c in cells} == {
+        ("baseline", "idempotent"),
+        ("zombie-consumer", "idempotent"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("request_", "problem"),
+    [
+        ({"matrix": "nightly"}, "unknown matrix"),
+        ({"scenarios": ["nope"]}, "unknown scenario"),
+        ({"targets": ["external"]}, "targets must be among"),
+        ({"modes": ["exactly-once"]}, "modes must be among"),
+    ],
+)
+def test_a_bad_request_names_what_is_wrong(request_: dict[str, object], problem: str) -> None:
+    with pytest.raises(MatrixError, match=problem):
+        plan(request_)

@@ -19,6 +19,15 @@ from eoslab.runtime.topology import LabConfig
 TEST_PORT_OFFSET = int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _base_temp_open_to_nobody(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """PostgreSQL, which refuses root, runs as nobody: it must be able to walk down to the
+    labs' folders under pytest's private base folder (pytest makes it private again next run)."""
+    base = tmp_path_factory.getbasetemp()
+    for folder in (base.parent, base):
+        folder.chmod(folder.stat().st_mode | 0o011)
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
     """The running lab; tests that break a service must leave it healthy again."""
@@ -49,6 +58,7 @@ def spark() -> Iterator[SparkSession]:
 @pytest.fixture
 def lab_env(tmp_path: Path) -> dict[str, str]:
     """Environment for an `eoslab lab` subprocess that owns a lab of its own (offset + 1500)."""
+    tmp_path.chmod(tmp_path.stat().st_mode | 0o011)  # for the lab's PostgreSQL (as nobody)
     return {
         **os.environ,
         "EOSLAB_LAB_DIR": str(tmp_path / "lab"),

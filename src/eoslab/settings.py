@@ -10,6 +10,7 @@ EOSLAB_HOME                the checkout (default: found from the current directo
 EOSLAB_LAB_DIR             the lab's state folder (default: ``.lab/`` in the checkout)
 EOSLAB_PORT_OFFSET         added to every base port, for a second lab beside the first
 EOSLAB_WITH_AIRFLOW        ``0`` leaves Airflow out of ``eoslab lab up``
+EOSLAB_WITH_POSTGRES       ``0`` leaves the consumers' PostgreSQL out of ``eoslab lab up``
 EOSLAB_RUNTIME             ``local`` (default) or ``compose``
 EOSLAB_RUNS_DIR            where run directories go (default: ``runs/`` in the checkout)
 EOSLAB_REPORTS_DIR         where reports go (default: ``reports/`` in the checkout)
@@ -31,6 +32,7 @@ HOME = "EOSLAB_HOME"
 LAB_DIR = "EOSLAB_LAB_DIR"
 PORT_OFFSET = "EOSLAB_PORT_OFFSET"
 WITH_AIRFLOW = "EOSLAB_WITH_AIRFLOW"
+WITH_POSTGRES = "EOSLAB_WITH_POSTGRES"
 RUNTIME = "EOSLAB_RUNTIME"
 RUNS_DIR = "EOSLAB_RUNS_DIR"
 REPORTS_DIR = "EOSLAB_REPORTS_DIR"
@@ -60,6 +62,8 @@ class BasePort(IntEnum):
     REFBROKER_CONTROL = 9199
     PROXY_CONTROL = 8474
     AIRFLOW = 8080
+    POSTGRES = 5433
+    """The consumers' PostgreSQL sink (5432 is left to a PostgreSQL the machine may run)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,10 @@ def port_offset() -> int:
 
 def with_airflow() -> bool:
     return os.environ.get(WITH_AIRFLOW, "1") != "0"
+
+
+def with_postgres() -> bool:
+    return os.environ.get(WITH_POSTGRES, "1") != "0"
 
 
 def runtime_name() -> str:

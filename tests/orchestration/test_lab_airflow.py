@@ -58,6 +58,7 @@ def airflow_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRunti
         port_offset=PORT_OFFSET,
         brokers=0,
         with_refbroker=False,
+        with_postgres=False,
         with_airflow=True,
     )
     runtime = LocalRuntime(config)

@@ -89,6 +89,7 @@ def proxied_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxiedK
         port_offset=CHAOS_PORT_OFFSET,
         brokers=1,
         with_refbroker=False,
+        with_postgres=False,
         direct_listener=True,
         with_airflow=False,
     )

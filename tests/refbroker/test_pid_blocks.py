@@ -34,6 +34,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         port_offset=ZOOKEEPER_PORT_OFFSET,
         brokers=0,
         with_refbroker=False,
+        with_postgres=False,
         with_airflow=False,
     )
     lab = LocalRuntime(config)

@@ -61,6 +61,8 @@ def test_up_status_down_leaves_nothing_behind(lab_env: dict[str, str]) -> None:
         assert report["kafka"]["brokers"] == [1, 2, 3]
         assert report["kafka"]["controller"] in {1, 2, 3}
         assert report["refbroker"]["reachable"] is True
+        (postgres,) = [s for s in report["services"] if s["kind"] == "postgres"]
+        assert postgres["healthy"]
 
         # Every socket of the lab listens on loopback only.
         pids = {p.pid for p in ours(lab_env["EOSLAB_LAB_DIR"])}
@@ -76,7 +78,8 @@ def test_up_status_down_leaves_nothing_behind(lab_env: dict[str, str]) -> None:
     assert down.returncode == 0, down.stderr
     assert ours(lab_env["EOSLAB_LAB_DIR"]) == []
     assert all(
-        port_free(port + offset) for port in (2181, 9091, 9092, 9093, 29091, 19091, 9192, 8474)
+        port_free(port + offset)
+        for port in (2181, 9091, 9092, 9093, 29091, 19091, 9192, 8474, 5433)
     )
 
 

@@ -7,32 +7,51 @@ import json
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pyarrow.dataset as ds
 import pytest
 
 from eoslab.rundir import HandlerMode, LabTarget, RunDir
 from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.postgres import LAB_SINK
 from eoslab.scenarios.catalogue import find_scenario
 from eoslab.scenarios.executor import execute
 
 pytestmark = pytest.mark.lab
 
 
-def sink_counts(run_dir: RunDir) -> tuple[int, int]:
-    """(effects, distinct messages) in the run's SQLite sink."""
-    with sqlite3.connect(run_dir.sink_sqlite) as sink:
-        effects, messages = sink.execute(
-            "SELECT COUNT(*), COUNT(DISTINCT message_id) FROM effects"
-        ).fetchone()
+COUNT_EFFECTS = "SELECT COUNT(*), COUNT(DISTINCT message_id) FROM effects"
+
+
+def sink_counts(lab: LocalRuntime, run_dir: RunDir) -> tuple[int, int]:
+    """(effects, distinct messages) in the run's sink: SQLite in the run, or a database of the
+    lab's PostgreSQL."""
+    info = run_dir.read_info()
+    assert info.consumption is not None
+    if info.consumption.sink.startswith("sqlite:"):
+        with sqlite3.connect(run_dir.sink_sqlite) as sink:
+            effects, messages = sink.execute(COUNT_EFFECTS).fetchone()
+    else:
+        database = info.consumption.sink.rsplit("/", 1)[1]
+        with psycopg.connect(lab.postgres().url(database)) as sink:
+            row = sink.execute(COUNT_EFFECTS).fetchone()
+            assert row is not None
+            effects, messages = row
     return int(effects), int(messages)
 
 
 @pytest.mark.parametrize(
-    ("target", "mode", "doubled"),
-    [("kafka", "commit-after", True), ("refbroker", "dedup-table", False)],
+    ("target", "mode", "sink", "doubled"),
+    [("kafka", "commit-after", None, True), ("refbroker", "dedup-table", LAB_SINK, False)],
 )
 def test_a_consumer_crash_before_commit_redelivers(
-    lab: LocalRuntime, tmp_path: Path, target: LabTarget, mode: HandlerMode, doubled: bool
+    *,
+    lab: LocalRuntime,
+    tmp_path: Path,
+    target: LabTarget,
+    mode: HandlerMode,
+    sink: str | None,
+    doubled: bool,
 ) -> None:
     result = execute(
         find_scenario("consumer-crash-before-commit"),
@@ -40,8 +59,9 @@ def test_a_consumer_crash_before_commit_redelivers(
         runtime=lab,
         config=lab.config,
         runs_root=tmp_path,
-        records=900,
+        records=1500,
         mode=mode,
+        sink=sink,
         show_progress=False,
     )
     assert result.problems == []
@@ -62,6 +82,7 @@ def test_a_consumer_crash_before_commit_redelivers(
     processed = ds.dataset(result.run_dir.processed_dir).to_table().to_pylist()
     records = [(r["partition"], r["offset"]) for r in processed]
     assert len(records) > len(set(records))  # some were delivered again
-    effects, messages = sink_counts(result.run_dir)
-    assert messages == 900
+    assert info.consumption.sink.startswith("sqlite:" if sink is None else "postgresql://")
+    effects, messages = sink_counts(lab, result.run_dir)
+    assert messages == 1500
     assert (effects > messages) is doubled

@@ -19,6 +19,7 @@ from eoslab.admin import metadata_brokers
 from eoslab.clock import wait_until
 from eoslab.runtime import configs, health, processes
 from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
+from eoslab.runtime.postgres import PostgresError, PostgresServer
 from eoslab.runtime.processes import ProcessRecord
 from eoslab.runtime.status import LabError, LabStatus, ServiceStatus, cluster_view
 from eoslab.runtime.topology import HOST, Kind, LabConfig, Service
@@ -87,6 +88,8 @@ class LocalRuntime:
         if service.kind is Kind.AIRFLOW:
             no_log_server = ["--skip-serve-logs"] if service.component in LOG_SERVERS else []
             return [str(venv_bin() / "airflow"), str(service.component), *no_log_server]
+        if service.kind is Kind.POSTGRES:
+            return self.postgres().command()
         if service.kind is Kind.PROXY:
             routes = [
                 f"--route={name}={HOST}:{listen}={HOST}:{upstream}"
@@ -140,7 +143,21 @@ class LocalRuntime:
             port_offset=self.config.port_offset,
         )
 
+    def postgres(self) -> PostgresServer:
+        """The lab's PostgreSQL for the consumers' sinks (its cluster, password, log)."""
+        return PostgresServer(self.config.postgres_root, self.config.port(BasePort.POSTGRES))
+
     def _write_config(self, service: Service) -> None:
+        if service.kind is Kind.POSTGRES:
+            # the server's user (nobody, under root) walks through the lab's folder to its own
+            state = self.config.state_dir
+            state.mkdir(parents=True, exist_ok=True)
+            state.chmod(state.stat().st_mode | 0o011)
+            try:
+                self.postgres().init()
+            except PostgresError as error:
+                raise LabError(str(error)) from error
+            return
         if service.kind is Kind.AIRFLOW:
             try:
                 self.airflow().prepare()
@@ -172,6 +189,7 @@ class LocalRuntime:
             self.log_path(service.name),
             self.config.state_dir,
             env={"PYTHONUNBUFFERED": "1", **airflow_env},
+            user=self.postgres().run_as if service.kind is Kind.POSTGRES else None,
         )
 
     # ---------------------------------------------------------------- up / down
@@ -289,6 +307,8 @@ class LocalRuntime:
             return health.zookeeper_ok(service.ports["client"])
         if service.kind is Kind.PROXY:
             return all(health.port_open(port) for _, port, _ in self.config.proxy_routes())
+        if service.kind is Kind.POSTGRES:
+            return self.postgres().accepts_login()
         return all(
             health.port_open(port) for label, port in service.ports.items() if label != "advertised"
         )

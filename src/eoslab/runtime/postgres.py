@@ -14,16 +14,17 @@ folder above it must be open to others (o+x), e.g. a folder under /tmp.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
 
+from eoslab.clock import wait_until
 from eoslab.runtime.topology import HOST
 
 SUPERUSER = "eoslab"
@@ -108,24 +109,33 @@ class PostgresServer:
         if done.returncode != 0:
             raise PostgresError(f"initdb failed: {done.stderr.decode(errors='replace')[-2000:]}")
 
+    @property
+    def run_as(self) -> str | None:
+        """The user the server runs as: ``nobody`` when we are root (PostgreSQL refuses root)."""
+        return self._as
+
+    def command(self) -> list[str]:
+        """The server's command line: loopback, no Unix socket (the lab runtime starts it so)."""
+        return [
+            str(binaries() / "postgres"),
+            "-D",
+            str(self.data_dir),
+            "-h",
+            self.host,
+            "-p",
+            str(self.port),
+            "-c",
+            "unix_socket_directories=",
+            "-c",
+            "max_connections=50",
+        ]
+
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Start the server and wait (bounded) until it accepts a login."""
         self.init()
         with self.log.open("ab") as log:
             self._process = subprocess.Popen(
-                [
-                    str(binaries() / "postgres"),
-                    "-D",
-                    str(self.data_dir),
-                    "-h",
-                    self.host,
-                    "-p",
-                    str(self.port),
-                    "-c",
-                    "unix_socket_directories=",
-                    "-c",
-                    "max_connections=50",
-                ],
+                self.command(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -133,15 +143,18 @@ class PostgresServer:
                 user=self._as,
                 extra_groups=[] if self._as else None,
             )
-        deadline = time.monotonic() + timeout_s
-        while not self._accepts_login():
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise PostgresError(
-                    f"PostgreSQL on {self.host}:{self.port} did not come up within {timeout_s} s; "
-                    f"its log ({self.log}) ends with:\n{self._log_tail()}"
-                )
-            time.sleep(0.2)
+        process = self._process
+        if (
+            not wait_until(
+                lambda: process.poll() is not None or self.accepts_login(), timeout_s, 0.2
+            )
+            or process.poll() is not None
+        ):
+            self.stop()
+            raise PostgresError(
+                f"PostgreSQL on {self.host}:{self.port} did not come up within {timeout_s} s; "
+                f"its log ({self.log}) ends with:\n{self._log_tail()}"
+            )
 
     def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
         """Fast shutdown (SIGINT: sessions are ended, work is checkpointed); kill -9 after."""
@@ -170,7 +183,7 @@ class PostgresServer:
         return self.url(name)
 
     # ---------------------------------------------------------------- internals
-    def _accepts_login(self) -> bool:
+    def accepts_login(self) -> bool:
         try:
             with psycopg.connect(self.url(), connect_timeout=2):
                 return True
@@ -198,3 +211,18 @@ class PostgresServer:
         if not self.log.is_file():
             return "(no log)"
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+LAB_SINK = "lab"
+"""``--sink lab``: a database of its own for the run on the lab's PostgreSQL."""
+
+
+def lab_sink(root: Path, port: int, run_id: str) -> str:
+    """A new database for one run on the lab's server (``root``, ``port``); its URL."""
+    server = PostgresServer(root, port)
+    if not server.password_file.is_file():
+        raise PostgresError(
+            f"the lab has no PostgreSQL in {root}; bring the lab up with it "
+            "(EOSLAB_WITH_POSTGRES is not 0), or give the sink as a postgresql:// URL"
+        )
+    return server.create_database("sink_" + re.sub(r"[^a-z0-9]+", "_", run_id.lower())[-50:])

@@ -55,7 +55,16 @@ class ProcessRecord:
         return process is not None and process.status() == psutil.STATUS_STOPPED
 
 
-def spawn(name: str, argv: list[str], log: Path, lab: Path, env: dict[str, str]) -> ProcessRecord:
+def spawn(
+    name: str,
+    argv: list[str],
+    log: Path,
+    lab: Path,
+    *,
+    env: dict[str, str],
+    user: str | None = None,
+) -> ProcessRecord:
+    """Start a service in a session of its own (as ``user`` when given), logging to ``log``."""
     log.parent.mkdir(parents=True, exist_ok=True)
     environment = {**os.environ, **env, MARKER: str(lab)}
     with log.open("ab") as out:
@@ -69,6 +78,8 @@ def spawn(name: str, argv: list[str], log: Path, lab: Path, env: dict[str, str])
             start_new_session=True,
             env=environment,
             cwd=lab,
+            user=user,
+            extra_groups=[] if user else None,
         )
     _children[child.pid] = child
     return ProcessRecord(name, child.pid, psutil.Process(child.pid).create_time(), argv, str(log))

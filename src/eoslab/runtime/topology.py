@@ -11,7 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from eoslab.rundir import LabTarget
-from eoslab.settings import HOST, BasePort, lab_dir, port_offset, with_airflow
+from eoslab.settings import HOST, BasePort, lab_dir, port_offset, with_airflow, with_postgres
 
 
 class Kind(StrEnum):
@@ -19,6 +19,7 @@ class Kind(StrEnum):
     KAFKA = "kafka"
     PROXY = "proxy"
     REFBROKER = "refbroker"
+    POSTGRES = "postgres"
     AIRFLOW = "airflow"
 
 
@@ -63,6 +64,9 @@ class LabConfig:
     port_offset: int = field(default_factory=port_offset)
     brokers: int = BROKERS
     with_refbroker: bool = True
+    with_postgres: bool = field(default_factory=with_postgres)
+    """The consumers' PostgreSQL sink (`eoslab run --sink lab`); EOSLAB_WITH_POSTGRES=0 leaves
+    it out."""
     with_airflow: bool = field(default_factory=with_airflow)
     """Airflow (its UI on 8080) in `eoslab lab up`; EOSLAB_WITH_AIRFLOW=0 leaves it out."""
     # A third listener per broker, DIRECT on 3909i, advertised as itself: a path around the
@@ -115,6 +119,11 @@ class LabConfig:
         return f"http://{HOST}:{self.port(BasePort.AIRFLOW)}"
 
     @property
+    def postgres_root(self) -> Path:
+        """The sink server's cluster, password and log."""
+        return self.state_dir / "postgres"
+
+    @property
     def airflow_home(self) -> Path:
         return self.state_dir / "airflow"
 
@@ -150,6 +159,10 @@ class LabConfig:
                         "control": self.port(BasePort.REFBROKER_CONTROL),
                     },
                 )
+            )
+        if self.with_postgres:
+            services.append(
+                Service("postgres", Kind.POSTGRES, {"client": self.port(BasePort.POSTGRES)})
             )
         if self.brokers or self.with_refbroker:
             services.append(

@@ -113,7 +113,10 @@ def run(
     ] = None,
     sink: Annotated[
         str | None,
-        typer.Option(help="The consumers' database: a postgresql:// URL (default: SQLite)."),
+        typer.Option(
+            help="The consumers' database: lab (the lab's PostgreSQL) or a postgresql:// URL "
+            "(default: SQLite in the run directory)."
+        ),
     ] = None,
     runtime: RuntimeOption = "local",
 ) -> None:

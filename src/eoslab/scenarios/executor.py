@@ -33,8 +33,10 @@ from eoslab.rundir import (
     new_run_id,
 )
 from eoslab.runtime.lab import ProcessFaults
+from eoslab.runtime.postgres import LAB_SINK, lab_sink
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.schema import Scenario
+from eoslab.settings import BasePort
 from eoslab.workload.consumer_workload import ConsumerWorkload
 from eoslab.workload.supervisor import Workload
 
@@ -121,17 +123,20 @@ def execute(
 ) -> RunResult:
     """Run `scenario` on `target`; for target "external", `bootstrap` names the cluster. With
     a handler ``mode`` the run has a consumer workload in that mode (the scenario's own, else the
-    default one); ``sink`` is its database (a PostgreSQL URL), else SQLite in the run directory."""
+    default one); ``sink`` is its database: a PostgreSQL URL, ``lab`` for a database of its own
+    on the lab's PostgreSQL, else SQLite in the run directory."""
     run_target, as_target, bootstrap = _where(scenario, target, bootstrap)
     seed = scenario.seed if seed is None else seed
     workload_spec = scenario.workload
     if records is not None:
         workload_spec = workload_spec.model_copy(update={"records": records})
     consumer_spec = scenario.consumer_workload(mode)
-    if consumer_spec is not None and sink is not None:
-        consumer_spec = consumer_spec.model_copy(update={"sink": sink})
     mode = None if consumer_spec is None else consumer_spec.mode
     run_id = new_run_id(cell_name(scenario.name, mode), target)
+    if consumer_spec is not None and sink is not None:
+        if sink == LAB_SINK:
+            sink = lab_sink(config.postgres_root, config.port(BasePort.POSTGRES), run_id)
+        consumer_spec = consumer_spec.model_copy(update={"sink": sink})
     run_dir = RunDir.for_run(run_id, runs_root).create()
     bootstrap = bootstrap or bootstrap_of(as_target, config)
     topic = f"eos-{run_id}"

@@ -106,15 +106,15 @@ class ConsumerWorkload:
         self, consumer: int, timeout_s: float = ARM_TIMEOUT_S
     ) -> tuple[ConsumerSessionInfo, bool]:
         """Arm the running session's crash point: it kills itself (-9) right after its next
-        applied effect, before that record's offset is committed. Returns once it is dead and
-        its ledger sealed, with True; if no effect comes within ``timeout_s`` (nothing left to
-        read), it is killed from outside, and False."""
+        applied effect, before that record's offset is committed. Returns once it has ended and
+        its ledger is sealed, with whether it died at that point: if no effect comes within
+        ``timeout_s`` it is killed from outside, and if it ends first on its own (nothing left
+        to read), it did not crash at all."""
         session = self._running(consumer)
         session.process.signal(ARM_CRASH)
-        if wait_until(lambda: session.process.finished, timeout_s, interval_s=0.05):
-            return session.info, True
-        session.process.kill(STOP_GRACE_S)
-        return session.info, False
+        if not wait_until(lambda: session.process.finished, timeout_s, interval_s=0.05):
+            session.process.kill(STOP_GRACE_S)
+        return session.info, session.process.crashed_on_purpose
 
     def freeze_after_next_effect(self, consumer: int, timeout_s: float = ARM_TIMEOUT_S) -> bool:
         """Arm the running session's freeze point: it stops itself (SIGSTOP) right after its next

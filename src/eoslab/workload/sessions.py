@@ -56,6 +56,13 @@ class SessionProcess:
         return self.process.returncode
 
     @property
+    def crashed_on_purpose(self) -> bool:
+        """Killed itself (-9) at its planted crash point (its last progress state "crashing")."""
+        return (
+            self.process.returncode == -signal.SIGKILL and self.progress.get("state") == "crashing"
+        )
+
+    @property
     def failed(self) -> bool:
         """Exited abnormally, and not on purpose: neither killed nor stopped by its supervisor,
         nor crashed at its own planted crash point (its last progress state "crashing")."""
@@ -64,7 +71,7 @@ class SessionProcess:
             return False
         if self.stopped and code in (-signal.SIGTERM, -signal.SIGKILL):
             return False
-        return not (code == -signal.SIGKILL and self.progress.get("state") == "crashing")
+        return not self.crashed_on_purpose
 
     def signal(self, signum: signal.Signals) -> None:
         if self.running:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eoslab.clock import now_ms
+from eoslab.clock import now_ms, wait_until
 from eoslab.kafka_api import error_name
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.group_flows import (
@@ -103,18 +103,29 @@ def run_group_flow(flow: GroupFlow, bootstrap: str, target: str, topic: str) -> 
 
 
 def find_coordinator(bootstrap: str, group: str) -> tuple[str, int]:
-    """The coordinator's advertised address, asked again while it is not ready."""
+    """The coordinator's advertised address, once it serves the group: a fresh Kafka cluster
+    creates __consumer_offsets on the first FindCoordinator (COORDINATOR_NOT_AVAILABLE), and the
+    broker it names next may still be loading it or not yet lead it (NOT_COORDINATOR), so the
+    answer is checked with a DescribeGroups there and everything is asked again meanwhile."""
     host, port = bootstrap.split(",", maxsplit=1)[0].rsplit(":", 1)
-    deadline = time.monotonic() + COORDINATOR_LOOKUP_TIMEOUT_S
-    while True:
+    last = [NONE]
+
+    def serving() -> tuple[str, int] | None:
         with KafkaProtocolClient(host, int(port), client_id=CLIENT_ID) as client:
             (found,) = client.request(find_coordinator_request(group)).coordinators
-        error = error_name(found.error_code)
-        if error == NONE:
-            return found.host, int(found.port)
-        if error not in NOT_READY or time.monotonic() > deadline:
-            raise ProbeError(f"no coordinator for group {group}: {error}")
-        time.sleep(LEADER_LOOKUP_INTERVAL_S)
+        last[0] = error_name(found.error_code)
+        if last[0] == NONE:
+            with KafkaProtocolClient(found.host, int(found.port), client_id=CLIENT_ID) as there:
+                (described,) = there.request(describe_groups_request(group)).groups
+            last[0] = error_name(described.error_code)
+        if last[0] not in (NONE, *NOT_READY):
+            raise ProbeError(f"no coordinator for group {group}: {last[0]}")
+        return (found.host, int(found.port)) if last[0] == NONE else None
+
+    coordinator = wait_until(serving, COORDINATOR_LOOKUP_TIMEOUT_S, LEADER_LOOKUP_INTERVAL_S)
+    if coordinator is None:
+        raise ProbeError(f"no coordinator for group {group}: {last[0]}")
+    return coordinator
 
 
 @dataclass

@@ -44,7 +44,8 @@ INIT_PRODUCER_ID_TIMEOUT_S = 30.0
 NOT_READY = frozenset(
     {"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"}
 )
-"""InitProducerId errors that say "ask again shortly"."""
+"""Coordinator errors (InitProducerId, FindCoordinator, group requests) that say "ask again
+shortly"."""
 
 StateRemover = Callable[[KafkaProtocolClient, str, int, int], Exchange]
 """(leader connection, topic, partition, producer id) -> the exchange that removed the

@@ -203,3 +203,14 @@ def plant_clean(root: Path, bootstrap: str, records_per_partition: int = 30) -> 
         send(restarted, 0, seq)
         send(other, seq % run.partitions, seq // run.partitions)
     return run
+
+
+def rows(run: RunDir, anomaly: str) -> list[dict[str, object]]:
+    """An anomaly table the checker wrote, in log order."""
+    table = pq.read_table(run.anomaly_dir(anomaly)).to_pylist()
+    return sorted(table, key=lambda row: (row["partition"], row["offset"]))
+
+
+def located(run: RunDir, anomaly: str, *columns: str) -> list[tuple[object, ...]]:
+    """Those columns of an anomaly table's rows, in log order."""
+    return [tuple(row[c] for c in columns) for row in rows(run, anomaly)]

@@ -111,7 +111,8 @@ def kafka_lib() -> Path:
 
 
 def spark_jars() -> Path:
-    """Spark's Kafka connector and its dependencies fetched by `make setup`."""
+    """The checker's connectors (Spark's Kafka source, the sink's JDBC drivers) and their
+    dependencies, fetched by `make setup`."""
     return project_root() / "services" / "spark" / "jars"
 
 

@@ -8,6 +8,7 @@ executor would leave it.
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoslab.message import Message, encode_key, encode_value
 from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir, RunInfo, SessionInfo
+from eoslab.verify.submit import checker_job
 
 SEND_MS = 1_700_000_000_000
 
@@ -203,3 +205,27 @@ def plant_clean(root: Path, bootstrap: str, records_per_partition: int = 30) -> 
         send(restarted, 0, seq)
         send(other, seq % run.partitions, seq // run.partitions)
     return run
+
+
+def rows(run: RunDir, anomaly: str) -> list[dict[str, object]]:
+    """An anomaly table the checker wrote, in log order."""
+    table = pq.read_table(run.anomaly_dir(anomaly)).to_pylist()
+    return sorted(table, key=lambda row: (row["partition"], row["offset"]))
+
+
+def located(run: RunDir, anomaly: str, *columns: str) -> list[tuple[object, ...]]:
+    """Those columns of an anomaly table's rows, in log order."""
+    return [tuple(row[c] for c in columns) for row in rows(run, anomaly)]
+
+
+def spark_submit(run: RunDir) -> subprocess.CompletedProcess[str]:
+    """The checker's spark-submit job on a run directory, as the DAGs run it (bounded)."""
+    spark_job = checker_job(run.path)
+    return subprocess.run(
+        spark_job.command(),
+        env=spark_job.environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )

@@ -4,17 +4,15 @@ the verdict follows the expectations both ways (a negative control fails on a cl
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-from planted_runs import plant_clean
+from planted_runs import plant_clean, spark_submit
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from eoslab.rundir import FOREIGN, PRODUCER_ANOMALIES, RunDir
 from eoslab.verify.command import app
-from eoslab.verify.submit import checker_job
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +24,7 @@ def clean(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Run
 
 
 def test_spark_submit_job_fails_the_negative_control_on_a_clean_topic(clean: RunDir) -> None:
-    spark_job = checker_job(clean.path)
-    job = subprocess.run(
-        spark_job.command(),
-        env=spark_job.environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    job = spark_submit(clean)
 
     assert job.returncode == 1, job.stderr[-3000:]
     assert "duplicate: expected >0, observed 0" in job.stdout

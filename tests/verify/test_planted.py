@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-from planted_runs import PlantedRun
+from planted_runs import PlantedRun, located
 from pyspark.sql import SparkSession
 
 from eoslab.rundir import Outcome, RunDir
@@ -68,15 +67,6 @@ def plant_anomalies(root: Path, bootstrap: str) -> tuple[PlantedRun, dict[str, s
     run.log_raw(2, b"eos1|another-run|" + other.session_id.encode() + b"|0|2|0|k2|0|")
     run.log_raw(2, b"hel\xff\xfelo")  # not UTF-8 either
     return run, {"A": a, "B": b}
-
-
-def rows(run: RunDir, anomaly: str) -> list[dict[str, object]]:
-    table = pq.read_table(run.anomaly_dir(anomaly)).to_pylist()
-    return sorted(table, key=lambda row: (row["partition"], row["offset"]))
-
-
-def located(run: RunDir, anomaly: str, *columns: str) -> list[tuple[object, ...]]:
-    return [tuple(row[c] for c in columns) for row in rows(run, anomaly)]
 
 
 @pytest.fixture(scope="module")

@@ -1,27 +1,48 @@
-"""The versioned GX suite files of `expectations/`: they load, and broken ones are refused."""
+"""The versioned GX suite files of `expectations/`: they load, and broken ones are refused; the
+query plans of the ledgers' windows and of the suites' queries shuffle nothing of their own."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
 
-from eoslab.rundir import PRODUCER_ANOMALIES
+from eoslab.rundir import CONSUMER_ANOMALIES, PROCESSED_SCHEMA, PRODUCER_ANOMALIES
+from eoslab.verify import consumer_anomalies
+from eoslab.verify.consumer_ledger import build_consumer_ledger
+from eoslab.verify.consumption import EFFECT_COLUMNS, LEDGER_NAMES
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
-from eoslab.verify.suites import SUITE_NAMES, SuiteFile, SuiteFileError, load_suites
+from eoslab.verify.suites import (
+    CONSUMER_SUITE_NAMES,
+    SUITE_NAMES,
+    SuiteFile,
+    SuiteFileError,
+    load_suites,
+)
 
 
 def test_repository_suites_load_versioned_and_cover_every_anomaly() -> None:
     suites = load_suites()
+    every_suite = load_suites(consumed=True)
 
     assert [s.name for s in suites] == list(SUITE_NAMES)
-    assert all(s.version >= 1 for s in suites)
+    assert [s.name for s in every_suite] == [*SUITE_NAMES, *CONSUMER_SUITE_NAMES]
+    assert all(s.version >= 1 for s in every_suite)
     covered = {a for s in suites for e in s.expectations for a in e["meta"]["anomalies"]}
     assert covered == set(PRODUCER_ANOMALIES) - {"indeterminate"}  # allowed, so no expectation
-    for suite in suites:
+    consumer_covered = {
+        a
+        for s in every_suite[len(suites) :]
+        for e in s.expectations
+        for a in e["meta"]["anomalies"]
+    }
+    assert consumer_covered == set(CONSUMER_ANOMALIES) - {"redelivered"}  # allowed, likewise
+    for suite in every_suite:
         assert len(suite.to_gx().expectations) == len(suite.expectations)
 
 
@@ -54,6 +75,111 @@ def test_every_suite_query_runs_on_its_asset_without_a_shuffle(
     finally:
         ledger.unpersist()
         key_ledger.unpersist()
+
+
+def plan_nodes(frame: DataFrame) -> Any:
+    """The physical plan Spark would run (adaptive execution's initial plan, exchanges in)."""
+    plan = frame._jdf.queryExecution().executedPlan()
+    return plan.executedPlan() if plan.nodeName() == "AdaptiveSparkPlan" else plan
+
+
+def children(node: Any) -> list[Any]:
+    seq = node.children()
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def names(node: Any, *, broadcasts: bool = True) -> list[str]:
+    """The operators of a plan, down to the cached frames it reads (a cached frame's own plan is
+    not a child); without ``broadcasts``, not the small side of broadcast joins."""
+    if not broadcasts and node.nodeName() == "BroadcastExchange":
+        return []
+    return [node.nodeName(), *(n for c in children(node) for n in names(c, broadcasts=broadcasts))]
+
+
+def windows(node: Any) -> list[Any]:
+    found = [node] if node.nodeName() == "Window" else []
+    return found + [w for c in children(node) for w in windows(c)]
+
+
+def consumer_frames(spark: SparkSession, tmp_path: Path) -> tuple[DataFrame, DataFrame]:
+    """A cached producer ledger of two records and the consumer ledger over it: a processing
+    and an effect of each."""
+    classified = spark.createDataFrame(
+        [("s1", 0, 0, 0, 0, "k0", 0, None, None), ("s1", 0, 0, 1, 1, "k0", 1, None, None)],
+        "session_id string, producer int, partition int, offset bigint, seq bigint, "
+        "key string, key_seq bigint, reason string, value_head string",
+    )
+    ledger = build_ledger(classified, read_history(spark, tmp_path)).persist()
+    processed = spark.createDataFrame(
+        [
+            (
+                "r",
+                0,
+                "c",
+                "m",
+                1,
+                o,
+                0,
+                o,
+                f"s1:0:{o}",
+                "s1",
+                0,
+                o,
+                "k0",
+                o,
+                "applied",
+                o + 1,
+                100 + o,
+            )
+            for o in (0, 1)
+        ],
+        from_arrow_schema(PROCESSED_SCHEMA),
+    )
+    effects = spark.createDataFrame(
+        [
+            (o + 1, f"s1:0:{o}", "s1", 0, o, 0, o, "k0", o, "ORDER_CREATE", 0, "c", 1, 100 + o)
+            for o in (0, 1)
+        ],
+        ", ".join(f"{LEDGER_NAMES.get(c, c)} {t}" for c, t in EFFECT_COLUMNS.items()),
+    )
+    return ledger, build_consumer_ledger(ledger, processed, effects, {0: 2})
+
+
+def test_the_consumer_ledger_is_one_shuffle_and_no_window_after_it_shuffles_or_sorts(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Records, processings and effects meet in one exchange and one sort; every window of the
+    consumer anomalies reads the cached consumer ledger as it lies (only the key streams whose
+    effects are out of order are sorted, on the reorder check's own side), and the consumer
+    suite's queries plan neither an exchange nor a sort."""
+    ledger, built = consumer_frames(spark, tmp_path)
+    build = names(plan_nodes(built))
+    consumer_ledger = built.persist()
+    try:
+        assert (build.count("Exchange"), build.count("Sort"), build.count("Window")) == (1, 1, 3)
+        assert build.count("InMemoryTableScan") == 1  # the producer ledger, not read again
+
+        for name, table in consumer_anomalies.derive(consumer_ledger).items():
+            assert table.count() == 0, name
+            for window in windows(plan_nodes(table)):
+                below = names(window, broadcasts=False)
+                assert "Exchange" not in below, (name, below)
+                if "Sort" in below:  # only the suspect streams, after their semi-join
+                    assert name == "effect_reorder", (name, below)
+                    assert below.index("Sort") < below.index("BroadcastHashJoin"), below
+
+        consumer_ledger.createOrReplaceTempView("asset")
+        for suite in load_suites(consumed=True)[len(SUITE_NAMES) :]:
+            for expectation in suite.expectations:
+                query = expectation["kwargs"]["unexpected_rows_query"]
+                frame = spark.sql(query.replace("{batch}", "asset"))
+                assert frame.count() == 0
+                operators = names(plan_nodes(frame))
+                assert "Exchange" not in operators, (suite.name, operators)
+                assert "Sort" not in operators, (suite.name, operators)
+    finally:
+        consumer_ledger.unpersist()
+        ledger.unpersist()
 
 
 def write_suite(directory: Path, name: str, content: dict[str, object]) -> Path:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from eoslab.admin import create_topic
 from eoslab.clock import wait_until
@@ -22,8 +22,7 @@ from eoslab.runtime.local import LocalRuntime
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import ConsumerWorkload
 from eoslab.workload.sink.database import Sink
-from eoslab.workload.spec import WorkloadSpec
-from eoslab.workload.supervisor import Workload
+from lab_workloads import high_watermarks, run_producers
 
 pytestmark = pytest.mark.lab
 
@@ -51,35 +50,18 @@ def produce(
 ) -> set[str]:
     """The producer workload writes the run's records (eos1) and finishes (bounded); returns
     the identities of every record the run directory's history holds."""
-    workload = Workload(
-        WorkloadSpec(records=records, keys=16),
-        run_dir=run_dir,
-        run_id=run_id,
-        bootstrap=bootstrap,
-        topic=topic,
+    run_producers(
+        bootstrap,
+        run_dir,
+        run_id,
+        topic,
+        records=records,
         partitions=PARTITIONS,
         seed=SEED,
-        producer_config={"enable.idempotence": True, "acks": "all"},
+        wait_s=WAIT_S,
     )
-    workload.start()
-    try:
-        assert workload.wait(WAIT_S)
-    finally:
-        workload.stop()
-    assert workload.acked == records
     history = ds.dataset(run_dir.history_dir).to_table().to_pylist()
     return {message_id(r["session_id"], r["partition"], r["seq"]) for r in history}
-
-
-def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eoslab-watermarks"})
-    try:
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(PARTITIONS)
-        }
-    finally:
-        consumer.close()
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +86,7 @@ def produced(lab: LocalRuntime, tmp_path_factory: pytest.TempPathFactory) -> Pro
     assert producer.flush(30) == 0
     [(error, record)] = reports
     assert error is None
-    ends = high_watermarks(bootstrap, topic)
+    ends = high_watermarks(bootstrap, topic, PARTITIONS)
     assert sum(ends.values()) == RECORDS + 1
     return Produced(run_id, topic, ends, frozenset(messages), (0, record.offset()))
 

@@ -25,7 +25,8 @@ import psycopg
 from psycopg import sql
 
 from eoslab.clock import wait_until
-from eoslab.runtime.topology import HOST
+from eoslab.runtime.topology import HOST, LabConfig
+from eoslab.settings import BasePort
 
 SUPERUSER = "eoslab"
 UNPRIVILEGED_USER = "nobody"
@@ -226,3 +227,15 @@ def lab_sink(root: Path, port: int, run_id: str) -> str:
             "(EOSLAB_WITH_POSTGRES is not 0), or give the sink as a postgresql:// URL"
         )
     return server.create_database("sink_" + re.sub(r"[^a-z0-9]+", "_", run_id.lower())[-50:])
+
+
+def lab_password(host: str | None, port: int | None, config: LabConfig | None = None) -> str | None:
+    """The password of the lab's PostgreSQL when ``host:port`` is that server (a run's sink
+    recorded without its password), else None."""
+    config = config or LabConfig()
+    if (host, port) != (HOST, config.port(BasePort.POSTGRES)):
+        return None
+    password_file = PostgresServer(
+        config.postgres_root, config.port(BasePort.POSTGRES)
+    ).password_file
+    return password_file.read_text().strip() if password_file.is_file() else None

@@ -45,7 +45,9 @@ FOREIGN_COLUMNS = ("partition", "offset", "reason", "value_head")
 
 @dataclass(frozen=True)
 class SequenceScope:
-    """Which columns make a sequence stream, and how its records are ordered in the log."""
+    """Which columns make a sequence stream, and how its records are ordered where they land:
+    in the log (``position`` an offset, within ``log_order``), or in the sink (the effects'
+    ``apply_order``, see :mod:`eoslab.verify.consumer_anomalies`)."""
 
     prefix: str
     stream: tuple[str, ...]
@@ -53,6 +55,11 @@ class SequenceScope:
     occurrence: str
     copy_order: tuple[str, ...]
     log_order: tuple[str, ...]
+    position: str = "offset"
+    details: tuple[str, ...] = ()
+    """Columns kept in the scope's tables beside :data:`LOCATION`."""
+    first_columns: tuple[str, ...] = ("partition", "offset")
+    """Columns of a sequence's first copy that its duplicates carry as ``first_<column>``."""
 
 
 PARTITION_SCOPE = SequenceScope(
@@ -90,22 +97,26 @@ def duplicates(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
     )
     return (
         ledger.where(_in_log())
-        .withColumn("first_partition", sf.first("partition").over(copies))
-        .withColumn("first_offset", sf.first("offset").over(copies))
+        .select("*", *(sf.first(c).over(copies).alias(f"first_{c}") for c in scope.first_columns))
         .where(sf.col(scope.occurrence) > 1)
-        .select(*LOCATION, "first_partition", "first_offset")
+        .select(*LOCATION, *scope.details, *(f"first_{c}" for c in scope.first_columns))
     )
 
 
-def reorders(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
+def first_copies(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
+    """The first copy in the log of every sequence the history sent (phantoms take no part)."""
+    return ledger.where(_in_log() & _sent() & (sf.col(scope.occurrence) == 1))
+
+
+def reorders(firsts: DataFrame, scope: SequenceScope) -> DataFrame:
     """First copies of a sequence that come after a higher sequence of the same stream.
 
-    If, in sequence order, the offsets of a stream's first copies never fall, no partition holds
-    a reorder of it (offsets within a partition are distinct): only the streams where one falls
-    are sorted into log order."""
-    firsts = ledger.where(_in_log() & _sent() & (sf.col(scope.occurrence) == 1))
+    If, in sequence order, the positions of a stream's first copies never fall, no part of it
+    is out of order (positions are distinct within ``log_order``): only the streams where one
+    falls are sorted by position."""
+    position = scope.position
     following = Window.partitionBy(*scope.stream).orderBy(scope.seq)
-    out_of_step = sf.lead("offset").over(following) < sf.col("offset")
+    out_of_step = sf.lead(position).over(following) < sf.col(position)
     suspect_streams = (
         firsts.withColumn("out_of_step", out_of_step)
         .where("out_of_step")
@@ -114,7 +125,7 @@ def reorders(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
     )
     earlier = (
         Window.partitionBy(*scope.log_order)
-        .orderBy("offset")
+        .orderBy(position)
         .rowsBetween(Window.unboundedPreceding, -1)
     )
     highest_before = f"highest_earlier_{scope.seq}"
@@ -122,7 +133,7 @@ def reorders(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
         firsts.join(sf.broadcast(suspect_streams), on=list(scope.stream), how="left_semi")
         .withColumn(highest_before, sf.max(scope.seq).over(earlier))
         .where(sf.col(scope.seq) < sf.col(highest_before))
-        .select(*LOCATION, highest_before)
+        .select(*LOCATION, *scope.details, highest_before)
     )
 
 
@@ -187,12 +198,12 @@ def foreign(ledger: DataFrame) -> DataFrame:
 
 
 def derive(ledger: DataFrame, key_ledger: DataFrame) -> dict[str, DataFrame]:
-    """Every anomaly table, by name (the names of :data:`PRODUCER_ANOMALIES`), from the ledger and its
-    per-key layout (:func:`eoslab.verify.ledger.by_key`)."""
+    """Every anomaly table, by name (the names of :data:`PRODUCER_ANOMALIES`), from the ledger and
+    its per-key layout (:func:`eoslab.verify.ledger.by_key`)."""
     run = run_rows(ledger)
     tables = {"lost": lost(run), "phantom": phantoms(run), "indeterminate": indeterminates(run)}
     for scope, frame in ((PARTITION_SCOPE, run), (KEY_SCOPE, key_ledger)):
         tables[f"{scope.prefix}duplicate"] = duplicates(frame, scope)
-        tables[f"{scope.prefix}reorder"] = reorders(frame, scope)
+        tables[f"{scope.prefix}reorder"] = reorders(first_copies(frame, scope), scope)
         tables[f"{scope.prefix}gap"] = gaps(frame, scope)
     return {name: tables[name] for name in PRODUCER_ANOMALIES}

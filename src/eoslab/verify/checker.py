@@ -1,5 +1,9 @@
 """Check one run: read its topic and history, derive anomalies, validate the suites, judge.
 
+A run with a consumer workload (run.json's ``consumption``) gets the consumer half as well: its
+consumption ledger and sink beside the topic, the consumer anomalies, the consumer figures in
+the metrics, the ``consumer_exactly_once`` suite and the consumer checks in the verdict.
+
 Everything it writes goes under ``RUN_DIR/checker/`` (replaced on every check): the anomaly
 tables (Parquet, one folder per anomaly), ``metrics.json``, the GX context with its Data Docs
 (``gx/``) and ``verdict.json``.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +21,10 @@ import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from eoslab.rundir import FOREIGN, RunDir, Verdict, VerdictLinks
-from eoslab.verify import anomalies, metrics, suites
+from eoslab.rundir import FOREIGN, ConsumptionInfo, RunDir, Verdict, VerdictLinks
+from eoslab.verify import anomalies, consumer_anomalies, metrics, suites
+from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offsets
+from eoslab.verify.consumption import jdbc_sink, read_commits, read_effects, read_processed
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.spark_session import build_session
@@ -37,6 +44,27 @@ def _examples(spark: SparkSession, path: Path) -> list[dict[str, Any]]:
     return [row.asDict() for row in rows.collect()]
 
 
+Cache = Callable[[DataFrame], DataFrame]
+
+
+def _consumer_half(
+    spark: SparkSession, run: RunDir, consumption: ConsumptionInfo, ledger: DataFrame, cache: Cache
+) -> tuple[DataFrame, dict[str, DataFrame], dict[str, Any]]:
+    """The consumer ledger (cached), its anomaly tables and its figures."""
+    commits = read_commits(spark, run)
+    committed = committed_offsets(commits)
+    consumer_ledger = cache(
+        build_consumer_ledger(
+            ledger,
+            read_processed(spark, run),
+            read_effects(spark, jdbc_sink(consumption.sink, run.path)),
+            committed,
+        )
+    )
+    figures = metrics.consumption_summary(consumer_ledger, commits, committed, consumption)
+    return consumer_ledger, consumer_anomalies.derive(consumer_ledger), figures
+
+
 def verify_run(
     run_dir: Path,
     spark: SparkSession | None = None,
@@ -47,7 +75,7 @@ def verify_run(
     (the topic read from elsewhere than where it was written, e.g. through another listener)."""
     run = RunDir(run_dir)
     info = run.read_info()
-    expected = expected_checks(info.expected)
+    expected = expected_checks(info.expected, consumed=info.consumption is not None)
     spark = spark or build_session(master)
     shutil.rmtree(run.checker_dir, ignore_errors=True)
     run.anomalies_dir.mkdir(parents=True)
@@ -68,6 +96,13 @@ def verify_run(
             **anomalies.derive(ledger, key_ledger),
             FOREIGN: anomalies.foreign(ledger),
         }
+        frames = {"ledger": run_rows(ledger), "key_ledger": key_ledger}
+        consumer_figures: dict[str, Any] = {}
+        if info.consumption is not None:
+            frames["consumer_ledger"], consumer_tables, consumer_figures["consumption"] = (
+                _consumer_half(spark, run, info.consumption, ledger, cache)
+            )
+            tables.update(consumer_tables)
         counts: dict[str, int] = {}
         examples: dict[str, list[dict[str, Any]]] = {}
         for name, table in tables.items():
@@ -81,12 +116,11 @@ def verify_run(
             **metrics.log_summary(ledger),
             "anomalies": counts,
             **history_figures,
+            **consumer_figures,
         }
         run.metrics_json.write_text(json.dumps(figures, indent=2) + "\n")
 
-        gx_report = suites.validate(
-            {"ledger": run_rows(ledger), "key_ledger": key_ledger}, run.checker_dir, counts
-        )
+        gx_report = suites.validate(frames, run.checker_dir, counts)
         observed = {
             **counts,
             **{f"errors.{name}": n for name, n in history_figures["errors"].items()},

@@ -1,9 +1,11 @@
-"""Read the workload's history ledger (a Parquet dataset) with the contract's schema."""
+"""Read the workload's ledgers (Parquet datasets: the history, the consumption ledger) with the
+contract's schemas."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -16,10 +18,15 @@ NOT_ACKED_OUTCOMES = (Outcome.FAIL.value, Outcome.INDETERMINATE.value, Outcome.U
 """Outcomes after which a record found in the log counts as `indeterminate`."""
 
 
+def read_dataset(spark: SparkSession, folder: Path, schema: pa.Schema) -> DataFrame:
+    """A ledger folder's rows; an empty (or missing) folder reads as no rows, not as an error, so
+    a run whose workload never wrote a file is still checked (its records show up as anomalies)."""
+    spark_schema = from_arrow_schema(schema)
+    if not any(folder.glob("*.parquet")):
+        return spark.createDataFrame([], spark_schema)
+    return spark.read.schema(spark_schema).parquet(str(folder))
+
+
 def read_history(spark: SparkSession, history_dir: Path) -> DataFrame:
-    """The history rows; an empty (or missing) folder reads as no rows, not as an error, so a
-    run whose producers never reported is checked and its records show up as phantoms."""
-    schema = from_arrow_schema(HISTORY_SCHEMA)
-    if not any(history_dir.glob("*.parquet")):
-        return spark.createDataFrame([], schema)
-    return spark.read.schema(schema).parquet(str(history_dir))
+    """The history rows (a run whose producers never reported: its records are phantoms)."""
+    return read_dataset(spark, history_dir, HISTORY_SCHEMA)

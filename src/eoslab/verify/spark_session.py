@@ -1,4 +1,5 @@
-"""The checker's SparkSession: local, small, loopback-only, with Spark's Kafka source on the path.
+"""The checker's SparkSession: local, small, loopback-only, with its connectors on the path (Spark's
+Kafka source for the topic, the JDBC drivers for the consumer half's sink).
 
 The checker reads hundreds to millions of records on a shared 2-core machine: its ledger
 shuffle is cut in 16 partitions (at 8M records it built in 68 s against 85 s with 4; adaptive
@@ -31,11 +32,12 @@ SESSION_CONF: dict[str, str] = {
 """Every checker session's settings, whether built here or passed to spark-submit."""
 
 
-def kafka_jars() -> list[str]:
-    """Every jar of Spark's Kafka connector fetched by `make setup`."""
+def checker_jars() -> list[str]:
+    """Every jar the checker needs, fetched by `make setup` (services/spark/pom.xml): Spark's
+    Kafka source and the sink's JDBC drivers (SQLite, PostgreSQL), with their dependencies."""
     jars = sorted(str(jar) for jar in spark_jars().glob("*.jar"))
     if not jars:
-        raise FileNotFoundError(f"no Spark Kafka jars in {spark_jars()}; run `make setup`")
+        raise FileNotFoundError(f"no checker jars in {spark_jars()}; run `make setup`")
     return jars
 
 
@@ -52,7 +54,7 @@ def build_session(master: str | None = None) -> SparkSession:
     builder = SparkSession.builder.appName(APP_NAME)
     if master or not under_spark_submit():
         builder = builder.master(master or DEFAULT_MASTER)
-    builder = builder.config("spark.jars", ",".join(kafka_jars())).config(
+    builder = builder.config("spark.jars", ",".join(checker_jars())).config(
         "spark.driver.memory", DRIVER_MEMORY
     )
     for key, value in SESSION_CONF.items():

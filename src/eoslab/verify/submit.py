@@ -2,8 +2,9 @@
 tests and a user's own spark-submit.
 
 Under spark-submit the JVM is up before Python runs, so ``spark.jars`` set by the session
-builder no longer reaches the driver's class path: the Kafka connector must come with
-``--jars`` (and the driver's memory with ``--driver-memory``).
+builder no longer reaches the driver's class path: the connectors (Spark's Kafka source, the
+sink's JDBC drivers) must come with ``--jars`` (and the driver's memory with
+``--driver-memory``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from eoslab.verify.spark_session import (
     DEFAULT_MASTER,
     DRIVER_MEMORY,
     SESSION_CONF,
-    kafka_jars,
+    checker_jars,
 )
 
 
@@ -38,7 +39,7 @@ class SparkJob:
     application: Path = field(
         default_factory=lambda: project_root() / "spark_jobs" / "verify_run.py"
     )
-    jars: list[str] = field(default_factory=kafka_jars)
+    jars: list[str] = field(default_factory=checker_jars)
     conf: dict[str, str] = field(default_factory=lambda: dict(SESSION_CONF))
     driver_memory: str = DRIVER_MEMORY
     env: dict[str, str] = field(default_factory=python_env)

@@ -2,7 +2,8 @@
 
 The suites live in the repository as JSON files (``name``, ``version``, ``description``,
 ``asset``: the checker frame the suite validates, ``ledger`` or ``key_ledger`` (see
-:mod:`eoslab.verify.ledger`), and ``expectations``: GX expectation configurations whose
+:mod:`eoslab.verify.ledger`) or ``consumer_ledger`` (:mod:`eoslab.verify.consumer_ledger`: only
+runs with a consumer workload have it, and the consumer suites), and ``expectations``: GX expectation configurations whose
 ``meta.anomalies`` names the anomaly tables each expectation stands for). Every run gets a
 file-backed GX context under ``RUN_DIR/checker/gx/``: the suites, the validation results and the
 Data Docs of that run.
@@ -32,7 +33,8 @@ from eoslab.rundir import ExpectationOutcome, GxOutcome, SuiteOutcome
 from eoslab.settings import project_root
 
 SUITE_NAMES = ("exactly_once", "partition_order", "key_order")
-ASSETS = ("ledger", "key_ledger")
+CONSUMER_SUITE_NAMES = ("consumer_exactly_once",)
+ASSETS = ("ledger", "key_ledger", "consumer_ledger")
 DATASOURCE = "eoslab"
 
 
@@ -91,10 +93,12 @@ class SuiteFile:
         return suite
 
 
-def load_suites(directory: Path | None = None) -> list[SuiteFile]:
-    """The checker's suites, from ``expectations/<name>.json``."""
+def load_suites(directory: Path | None = None, consumed: bool = False) -> list[SuiteFile]:
+    """The checker's suites, from ``expectations/<name>.json``: the consumer half's too when a
+    consumer workload ran."""
     directory = directory or expectations_dir()
-    return [SuiteFile.load(directory / f"{name}.json") for name in SUITE_NAMES]
+    names = (*SUITE_NAMES, *(CONSUMER_SUITE_NAMES if consumed else ()))
+    return [SuiteFile.load(directory / f"{name}.json") for name in names]
 
 
 def _unexpected(result: Mapping[str, Any]) -> int | None:
@@ -113,8 +117,10 @@ def validate(
     suites: list[SuiteFile] | None = None,
 ) -> GxOutcome:
     """Validate every suite against its asset among ``frames`` (by the names of
-    :data:`ASSETS`) in a GX file context under ``checker_dir/gx/`` and build its Data Docs."""
-    suites = suites if suites is not None else load_suites()
+    :data:`ASSETS`) in a GX file context under ``checker_dir/gx/`` and build its Data Docs.
+    ``suites`` defaults to the checker's, the consumer half's among them when ``frames`` has a
+    consumer ledger."""
+    suites = suites if suites is not None else load_suites(consumed="consumer_ledger" in frames)
     context = gx.get_context(mode="file", project_root_dir=str(checker_dir))
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     context.variables.save()
@@ -123,7 +129,7 @@ def validate(
         asset: source.add_dataframe_asset(name=asset).add_batch_definition_whole_dataframe(
             f"whole {asset}"
         )
-        for asset in ASSETS
+        for asset in sorted({suite.asset for suite in suites})
     }
     suite_results = [
         context.validation_definitions.add(

@@ -1,0 +1,109 @@
+"""Derive the consumer half's anomalies from the consumer ledger (ARCHITECTURE.md, "The consumer
+half"; the ledger and its layout: :mod:`eoslab.verify.consumer_ledger`).
+
+Records are counted per place in the log (partition, offset), effects per message (the
+producer's identity, ``message_id``):
+
+- ``unprocessed``: a record of the log below its partition's committed offset that no consumer
+  processed and no effect was read from. The group committed past it without reading it, the
+  at-most-once loss. A copy of a message the producer wrote twice is a record of its own: it
+  is unprocessed even if its other copy was applied, the consumer skipped it all the same.
+- ``redelivered``: every processing of a record after its first (in processing time), whatever
+  the processing did (applied, skipped as a duplicate, passed over as foreign): allowed under
+  at-least-once, counted. Two copies of one message, each processed once, are no redelivery.
+- ``effect_duplicate``: every effect of a message in the sink after its first (in the log order
+  of the copy it was read from, then apply order), the exactly-once violation. A producer
+  duplicate applied once per copy is one: the order got the command twice, end to end. A
+  processing skipped as a duplicate left no effect and counts for nothing here.
+- ``effect_reorder``: per producer session and key, a message's first effect applied (the
+  sink's ``apply_order``) after the first effect of a higher key_seq: the order saw its
+  commands out of order. A message's later effects are duplicates, not reorders, as for the
+  log (:mod:`eoslab.verify.anomalies`, whose checks these two are, over the sink's order).
+
+Foreign records (not the run's: see :func:`eoslab.verify.topic_reader.classify`) are records:
+they can be unprocessed or redelivered (a consumer reads and passes over every record of its
+partitions, and its ledger says so), never take part in the effect checks (they have none).
+Every table has the columns of :data:`eoslab.verify.anomalies.LOCATION` (the partition and
+offset the consumer read the record from) and the message's ``message_id``.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as sf
+
+from eoslab.rundir import CONSUMER_ANOMALIES
+from eoslab.verify.anomalies import LOCATION, SequenceScope, duplicates, reorders
+from eoslab.verify.consumer_ledger import EFFECT, PROCESSED, RECORD
+from eoslab.verify.ledger import KEY_STREAM
+
+EFFECT_SCOPE = SequenceScope(
+    prefix="effect_",
+    stream=KEY_STREAM,
+    seq="key_seq",
+    occurrence="effect_occurrence",
+    copy_order=("partition", "offset", "apply_order"),
+    log_order=KEY_STREAM,
+    position="apply_order",
+    details=("message_id", "apply_order", "command", "consumer", "consumer_session", "generation"),
+    first_columns=("partition", "offset", "apply_order", "consumer_session"),
+)
+"""A key stream's effects, ordered where they land: the sink's apply order, one sequence for
+every partition (a key spread over partitions is still one order)."""
+
+
+def _kind(frame: DataFrame, kind: str) -> DataFrame:
+    return frame.where(sf.col("kind") == kind)
+
+
+def message_id() -> Column:
+    """:func:`eoslab.rundir.message_id` of a record row of the run (null for a foreign one)."""
+    return sf.when(
+        sf.col("session_id").isNotNull(),
+        sf.concat_ws(":", "session_id", "partition", "seq"),
+    ).alias("message_id")
+
+
+def unprocessed(consumer_ledger: DataFrame) -> DataFrame:
+    return (
+        _kind(consumer_ledger, RECORD)
+        .where(
+            (sf.col("offset") < sf.col("committed_offset"))
+            & (sf.col("processings") == 0)
+            & (sf.col("landed") == 0)
+        )
+        .select(*LOCATION, message_id(), "committed_offset", "reason")
+    )
+
+
+def redelivered(consumer_ledger: DataFrame) -> DataFrame:
+    return (
+        _kind(consumer_ledger, PROCESSED)
+        .where(sf.col("delivery") > 1)
+        .select(
+            *LOCATION,
+            "message_id",
+            "effect",
+            "consumer",
+            "consumer_session",
+            "generation",
+            "n",
+            "processed_ms",
+            "delivery",
+            "first_processed_by",
+        )
+    )
+
+
+def derive(consumer_ledger: DataFrame) -> dict[str, DataFrame]:
+    """Every consumer anomaly table, by name (the names of :data:`CONSUMER_ANOMALIES`)."""
+    effects = _kind(consumer_ledger, EFFECT)
+    tables = {
+        "unprocessed": unprocessed(consumer_ledger),
+        "redelivered": redelivered(consumer_ledger),
+        "effect_duplicate": duplicates(effects, EFFECT_SCOPE),
+        "effect_reorder": reorders(
+            effects.where(sf.col(EFFECT_SCOPE.occurrence) == 1), EFFECT_SCOPE
+        ),
+    }
+    return {name: tables[name] for name in CONSUMER_ANOMALIES}

@@ -1,0 +1,255 @@
+"""The consumer half against a real topic, a planted consumption ledger and a real sink (SQLite,
+and PostgreSQL once): each consumer anomaly is found exactly where it was planted, the figures
+and the verdict follow, and every consumer check fails when it is expected absent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from consumer_runs import Member, PlantedConsumption
+from planted_runs import PlantedRun, located
+from pyspark.sql import SparkSession
+
+from eoslab.rundir import CONSUMER_ANOMALIES, Effect, RunDir
+from eoslab.verify.checker import verify_run
+from eoslab.verify.consumption import PASSWORD_VARIABLE
+
+FOUND = {
+    "duplicate": ">0",
+    "key_duplicate": ">0",
+    "foreign": ">0",
+    **dict.fromkeys(CONSUMER_ANOMALIES, ">0"),
+}
+"""The planted run's expectations: every consumer anomaly, and the producer duplicate (p0, 7)."""
+FOREIGN_VALUE = b"not a workload record"
+
+
+@dataclass(frozen=True)
+class Planted:
+    run: RunDir
+    pristine: Path
+    """A copy of the run directory before its consumer half was planted."""
+    consumption: PlantedConsumption
+    a: str
+    """The producer session."""
+    c1: Member
+    c2: Member
+
+
+def plant(root: Path, bootstrap: str) -> tuple[PlantedRun, PlantedConsumption, Member, Member]:
+    """Producer session A writes keys a (p0), b (p1), c and d (p2); see the comments for what the
+    consumers c1 (generation 1) and c2 (generation 2) do with them."""
+    run = PlantedRun(root=root, bootstrap=bootstrap)
+    a = run.session()
+    keys = {0: ["a"] * 5 + [None, "a"], 1: ["b"] * 4 + [None, "b", "b"], 2: ["c"] * 4 + ["d"] * 2}
+    messages: dict[tuple[int, int], object] = {}
+    for partition, layout in keys.items():
+        key_seqs: dict[str, int] = {}
+        for offset, key in enumerate(layout):
+            if key is None:
+                run.log_raw(partition, FOREIGN_VALUE)
+                continue
+            seq = sum(1 for k in layout[:offset] if k is not None)
+            message = run.message(a, partition, seq, key, key_seqs.get(key, 0))
+            key_seqs[key] = message.key_seq + 1
+            run.sent_and_acked(message, offset)
+            messages[(partition, offset)] = message
+    # p0: message a:5 written twice by the producer, at offsets 6 and 7
+    run.log(messages[(0, 6)])  # type: ignore[arg-type]
+    messages[(0, 7)] = messages[(0, 6)]
+
+    consumption = PlantedConsumption(run_id=run.run_id)
+    c1 = Member(consumer=0, session=uuid.uuid4().hex, generation=1)
+    c2 = Member(consumer=1, session=uuid.uuid4().hex, generation=2)
+
+    def process(member: Member, partition: int, offset: int, **how: object) -> None:
+        message = messages.get((partition, offset))
+        consumption.process(member, partition, offset, message, **how)  # type: ignore[arg-type]
+
+    # c1 applies p0 0-2 and commits 3
+    for offset in range(3):
+        process(c1, 0, offset)
+    consumption.commit(c1, 0, 3)
+    # c1 skips p1 2 and the foreign record at p1 4, commits 6 (a commit of 7 fails): both are
+    # unprocessed; p1 6 (b:5) is not, nothing committed past it
+    for offset in (0, 1, 3, 5):
+        process(c1, 1, offset)
+    consumption.commit(c1, 1, 6)
+    consumption.commit(c1, 1, 7, error="ILLEGAL_GENERATION")
+    # p2: c2 applies c:3 before the zombie c1 applies c:2 (effect_reorder); d:1's effect lands
+    # without its ledger row (killed in between): not unprocessed
+    process(c1, 2, 0)
+    process(c1, 2, 1)
+    process(c2, 2, 3)
+    process(c1, 2, 2)
+    process(c2, 2, 4)
+    process(c2, 2, 5, journaled=False)
+    consumption.commit(c2, 2, 6)
+    # c2 takes p0 over from 1: a:1 is redelivered and skipped (no effect), a:2 is redelivered
+    # and applied again (effect_duplicate); both copies of a:5 are applied (effect_duplicate)
+    process(c2, 0, 1, effect=Effect.DUPLICATE)
+    for offset in range(2, 8):
+        process(c2, 0, offset)
+    consumption.commit(c2, 0, 8)
+    return run, consumption, c1, c2
+
+
+@pytest.fixture(scope="module")
+def planted(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+) -> Planted:
+    root = tmp_path_factory.mktemp("consumer-runs")
+    run, consumption, c1, c2 = plant(root, kafka_bootstrap)
+    run_dir, offsets = run.write(expected=FOUND)
+    assert offsets == [*range(7), *range(7), *range(6), 7]
+    pristine = shutil.copytree(run_dir.path, root / "pristine")
+    consumption.write(run_dir, str(run_dir.sink_sqlite))
+    verify_run(run_dir.path, spark=spark)
+    a = next(iter(run.sessions))
+    return Planted(run_dir, pristine, consumption, a, c1, c2)
+
+
+def test_each_consumer_anomaly_is_found_exactly_where_it_was_planted(planted: Planted) -> None:
+    run, a, c1, c2 = planted.run, planted.a, planted.c1.session, planted.c2.session
+    assert located(run, "unprocessed", "partition", "offset", "message_id", "reason") == [
+        (1, 2, f"{a}:1:2", None),
+        (1, 4, None, "not an eos1 message"),
+    ]
+    assert located(
+        run, "redelivered", "partition", "offset", "effect", "consumer_session", "delivery"
+    ) == [(0, 1, "duplicate", c2, 2), (0, 2, "applied", c2, 2)]
+    assert {r[0] for r in located(run, "redelivered", "first_processed_by")} == {c1}
+    assert located(
+        run,
+        "effect_duplicate",
+        "partition",
+        "offset",
+        "key",
+        "key_seq",
+        "apply_order",
+        "first_offset",
+        "first_apply_order",
+        "first_consumer_session",
+    ) == [(0, 2, "a", 2, 14, 2, 3, c1), (0, 7, "a", 5, 18, 6, 17, c2)]
+    assert located(
+        run,
+        "effect_reorder",
+        "partition",
+        "offset",
+        "message_id",
+        "apply_order",
+        "consumer_session",
+        "highest_earlier_key_seq",
+    ) == [(2, 2, f"{a}:2:2", 11, c1, 3)]
+
+
+def test_consumer_figures_and_verdict(planted: Planted) -> None:
+    run = planted.run
+    metrics = json.loads(run.metrics_json.read_text())
+    assert metrics["anomalies"] == {
+        **dict.fromkeys(
+            ("lost", "reorder", "gap", "phantom", "indeterminate", "key_reorder", "key_gap"), 0
+        ),
+        "duplicate": 1,
+        "key_duplicate": 1,
+        "foreign": 2,
+        "unprocessed": 2,
+        "redelivered": 2,
+        "effect_duplicate": 2,
+        "effect_reorder": 1,
+    }
+    consumption = metrics["consumption"]
+    assert consumption.pop("processed_per_s") == pytest.approx(19 / 0.023)
+    assert consumption == {
+        "mode": "commit-after",
+        "group": f"eoslab-{run.run_id}",
+        "consumers": 2,
+        "sessions": 2,
+        "records": 21,
+        "processed": 19,
+        "applied": 17,
+        "duplicate": 1,
+        "foreign": 1,
+        "records_processed": 17,
+        "redelivered": 2,
+        "effects": 18,
+        "messages_with_effect": 16,
+        "not_reached": 1,
+        "processed_not_in_log": 0,
+        "effects_not_in_log": 0,
+        "commits": {
+            "ok": 4,
+            "failed": 1,
+            "by_trigger": {"every": {"ok": 4, "failed": 1}},
+            "errors": {"ILLEGAL_GENERATION": 1},
+            "committed_offsets": {"0": 8, "1": 6, "2": 6},
+        },
+    }
+
+    verdict = run.read_verdict()
+    assert verdict.conforms, verdict.mismatches
+    checks = {check.name: check for check in verdict.checks}
+    assert [checks[name].observed for name in CONSUMER_ANOMALIES] == [2, 2, 2, 1]
+    assert checks["effect_duplicate"].examples[0]["offset"] == 2
+    consumer_suite = [e for e in verdict.gx.expectations if e.suite == "consumer_exactly_once"]
+    assert {(e.anomalies[0], e.success) for e in consumer_suite} == {
+        ("unprocessed", False),
+        ("effect_duplicate", False),
+        ("effect_reorder", False),
+    }
+    assert verdict.gx.suites["consumer_exactly_once"].version == 1
+    assert verdict.gx.agrees_with_anomalies
+    assert set(verdict.links.anomalies) >= set(CONSUMER_ANOMALIES)
+
+
+def test_every_consumer_check_fails_when_its_planted_anomaly_is_expected_absent(
+    spark: SparkSession, planted: Planted
+) -> None:
+    run = planted.run
+    info = run.read_info()
+    absent = {**FOUND, **dict.fromkeys(CONSUMER_ANOMALIES, "0")}
+    run.write_info(info.model_copy(update={"expected": absent}))
+    try:
+        verdict = verify_run(run.path, spark=spark)
+    finally:
+        run.write_info(info)
+
+    assert not verdict.conforms
+    assert [(m.name, m.expected, m.observed) for m in verdict.mismatches] == [
+        ("unprocessed", "0", 2),
+        ("redelivered", "0", 2),
+        ("effect_duplicate", "0", 2),
+        ("effect_reorder", "0", 1),
+    ]
+    assert all(m.examples for m in verdict.mismatches)
+
+
+def test_the_sink_is_read_from_postgresql_with_the_password_from_pgpassword(
+    spark: SparkSession,
+    planted: Planted,
+    postgres_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same consumption, its effects in PostgreSQL: run.json names the sink without its
+    password, the checker takes it from PGPASSWORD and finds the same anomalies."""
+    run = RunDir(shutil.copytree(planted.pristine, tmp_path / "pg-run"))
+    planted.consumption.write(run, postgres_url)
+    sink = run.read_info().consumption.sink  # type: ignore[union-attr]
+    assert sink.startswith("postgresql://eoslab@127.0.0.1:")
+    assert urlsplit(sink).password is None
+    monkeypatch.setenv(PASSWORD_VARIABLE, urlsplit(postgres_url).password or "")
+
+    verdict = verify_run(run.path, spark=spark)
+
+    assert verdict.conforms, verdict.mismatches
+    for name in CONSUMER_ANOMALIES:
+        assert located(run, name, "partition", "offset", "message_id") == located(
+            planted.run, name, "partition", "offset", "message_id"
+        )

@@ -15,7 +15,6 @@ offsets the producers left); every wait is bounded.
 from __future__ import annotations
 
 import signal
-import threading
 import uuid
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -25,7 +24,7 @@ from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo, RunDir
 from eoslab.workload.consumer import ARM_CRASH, ARM_FREEZE, ConsumerSpec
 from eoslab.workload.consumer_spec import ConsumerLoop, ConsumerWorkloadSpec
 from eoslab.workload.consumption import seal_session
-from eoslab.workload.sessions import Session, SessionProcess, stop_all
+from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
 from eoslab.workload.sink.database import Sink, describe
 
 STOP_GRACE_S = 15.0
@@ -59,10 +58,9 @@ class ConsumerWorkload:
         self.seed = seed
         self.group = spec.group or f"eoslab-{run_id}"
         self.sink = spec.sink or str(run_dir.sink_sqlite)
-        self._sessions: dict[int, list[Session[ConsumerSessionInfo]]] = {
-            c: [] for c in range(spec.consumers)
-        }
-        self._lock = threading.Lock()
+        self._sessions: SessionTable[ConsumerSessionInfo] = SessionTable(
+            "consumer", spec.consumers, ConsumerWorkloadError
+        )
         self._observer: Consumer | None = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -97,7 +95,7 @@ class ConsumerWorkload:
         freeze_after_effects: int | None = None,
     ) -> ConsumerSessionInfo:
         """A new session (a new member) for a consumer whose last session has ended."""
-        current = self._current(consumer)
+        current = self._sessions.current(consumer)
         if current is not None and current.process.running:
             raise ConsumerWorkloadError(f"consumer {consumer} is still running")
         return self._launch(consumer, crash_after_effects, freeze_after_effects).info
@@ -138,9 +136,7 @@ class ConsumerWorkload:
 
     def join(self) -> int:
         """One more consumer in the group; returns its index."""
-        with self._lock:
-            consumer = len(self._sessions)
-            self._sessions[consumer] = []
+        consumer = self._sessions.new_worker()
         self._launch(consumer, None, None)
         return consumer
 
@@ -152,7 +148,7 @@ class ConsumerWorkload:
 
     def stop(self) -> None:
         """End every running session cleanly (SIGKILL after a grace)."""
-        stop_all((s.process for s in self._all()), STOP_GRACE_S)
+        stop_all((s.process for s in self._sessions.all()), STOP_GRACE_S)
         if self._observer is not None:
             self._observer.close()
             self._observer = None
@@ -206,17 +202,17 @@ class ConsumerWorkload:
     # ---------------------------------------------------------------- views
     @property
     def finished(self) -> bool:
-        return all(s.process.finished for s in self._all())
+        return all(s.process.finished for s in self._sessions.all())
 
     def progress(self, consumer: int) -> dict[str, object]:
         """The last progress line of the consumer's current session."""
-        current = self._current(consumer)
+        current = self._sessions.current(consumer)
         return {} if current is None else current.process.progress
 
     def total(self, name: str) -> int:
         """A progress counter summed over every session: processed, applied, duplicate,
         foreign, commits, commit_errors."""
-        return sum(int(s.process.progress.get(name, 0)) for s in self._all())
+        return sum(int(s.process.progress.get(name, 0)) for s in self._sessions.all())
 
     @property
     def processed(self) -> int:
@@ -224,7 +220,9 @@ class ConsumerWorkload:
 
     @property
     def sessions(self) -> list[ConsumerSessionInfo]:
-        return sorted((s.info for s in self._all()), key=lambda i: (i.started_ms, i.consumer))
+        return sorted(
+            (s.info for s in self._sessions.all()), key=lambda i: (i.started_ms, i.consumer)
+        )
 
     def info(self) -> ConsumptionInfo:
         """run.json's ``consumption``."""
@@ -240,28 +238,11 @@ class ConsumerWorkload:
     def failures(self) -> list[str]:
         """Sessions that exited abnormally without being crashed on purpose (their own seeded
         crash point included)."""
-        return [
-            f"consumer {s.info.consumer} session {s.info.session_id} exited {s.process.returncode}"
-            for s in self._all()
-            if s.process.failed
-        ]
+        return self._sessions.failures()
 
     # ---------------------------------------------------------------- internals
-    def _all(self) -> list[Session[ConsumerSessionInfo]]:
-        with self._lock:
-            return [s for sessions in self._sessions.values() for s in sessions]
-
-    def _current(self, consumer: int) -> Session[ConsumerSessionInfo] | None:
-        with self._lock:
-            if consumer not in self._sessions:
-                raise ConsumerWorkloadError(
-                    f"no consumer {consumer} (consumers: 0..{len(self._sessions) - 1})"
-                )
-            sessions = self._sessions[consumer]
-            return sessions[-1] if sessions else None
-
     def _running(self, consumer: int) -> Session[ConsumerSessionInfo]:
-        session = self._current(consumer)
+        session = self._sessions.current(consumer)
         if session is None or not session.process.running:
             raise ConsumerWorkloadError(f"consumer {consumer} has no running session")
         return session
@@ -302,6 +283,5 @@ class ConsumerWorkload:
                 on_exit=ended,
             ),
         )
-        with self._lock:
-            self._sessions[consumer].append(session)
+        self._sessions.add(consumer, session)
         return session

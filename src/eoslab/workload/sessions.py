@@ -17,9 +17,16 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-Info = TypeVar("Info")
+
+class SessionRecord(Protocol):
+    """What run.json keeps of a session (SessionInfo, ConsumerSessionInfo)."""
+
+    session_id: str
+
+
+Info = TypeVar("Info", bound=SessionRecord)
 
 
 class SessionProcess:
@@ -123,3 +130,53 @@ def stop_all(sessions: Iterable[SessionProcess], grace_s: float) -> None:
             session.process.wait()
     for session in running:
         session.join(grace_s)
+
+
+class SessionTable(Generic[Info]):
+    """A supervisor's sessions: for each worker index (producer 0..P-1, consumer 0..C-1), its
+    sessions oldest first, a new one on every (re)start. Thread-safe: the nemesis starts and
+    kills sessions while the run watches them."""
+
+    def __init__(self, who: str, workers: int, error: type[Exception]) -> None:
+        self._who = who
+        self._error = error
+        self._sessions: dict[int, list[Session[Info]]] = {i: [] for i in range(workers)}
+        self._lock = threading.Lock()
+
+    def all(self) -> list[Session[Info]]:
+        with self._lock:
+            return [s for sessions in self._sessions.values() for s in sessions]
+
+    def of(self, worker: int) -> list[Session[Info]]:
+        """The worker's sessions so far (raises the supervisor's error for an unknown one)."""
+        with self._lock:
+            if worker not in self._sessions:
+                known = f"{self._who}s: 0..{len(self._sessions) - 1}"
+                raise self._error(f"no {self._who} {worker} ({known})")
+            return list(self._sessions[worker])
+
+    def current(self, worker: int) -> Session[Info] | None:
+        sessions = self.of(worker)
+        return sessions[-1] if sessions else None
+
+    def add(self, worker: int, session: Session[Info]) -> None:
+        with self._lock:
+            self._sessions[worker].append(session)
+
+    def new_worker(self) -> int:
+        """One more worker index (a consumer joining the group)."""
+        with self._lock:
+            worker = len(self._sessions)
+            self._sessions[worker] = []
+            return worker
+
+    def failures(self) -> list[str]:
+        """Sessions that exited abnormally, not on purpose (see SessionProcess.failed)."""
+        with self._lock:
+            pairs = [(w, s) for w, sessions in self._sessions.items() for s in sessions]
+        return [
+            f"{self._who} {worker} session {session.info.session_id} exited "
+            f"{session.process.returncode}"
+            for worker, session in pairs
+            if session.process.failed
+        ]

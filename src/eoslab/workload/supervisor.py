@@ -8,7 +8,6 @@ broker) that sends what is left of the producer's share.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 
@@ -16,7 +15,7 @@ from eoslab.clock import now_ms, wait_until
 from eoslab.rundir import RunDir, SessionInfo
 from eoslab.workload.ledger import read_journal, settle_killed_session
 from eoslab.workload.producer import SessionSpec
-from eoslab.workload.sessions import Session, SessionProcess, stop_all
+from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
 from eoslab.workload.spec import WorkloadSpec
 
 STOP_GRACE_S = 10.0
@@ -47,10 +46,9 @@ class Workload:
         self.partitions = partitions
         self.seed = seed
         self.producer_config = producer_config
-        self._sessions: dict[int, list[Session[SessionInfo]]] = {
-            p: [] for p in range(spec.producers)
-        }
-        self._lock = threading.Lock()
+        self._sessions: SessionTable[SessionInfo] = SessionTable(
+            "producer", spec.producers, WorkloadError
+        )
         self._started_at: float | None = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -61,7 +59,7 @@ class Workload:
 
     def crash(self, producer: int) -> SessionInfo:
         """kill -9 the producer's running session; settle its in-flight records."""
-        session = self._current(producer)
+        session = self._sessions.current(producer)
         if session is None or not session.process.running:
             raise WorkloadError(f"producer {producer} has no running session to crash")
         session.process.kill(STOP_GRACE_S)
@@ -70,14 +68,14 @@ class Workload:
 
     def restart(self, producer: int) -> SessionInfo:
         """A new session for what is left of the producer's share (nothing if all was sent)."""
-        current = self._current(producer)
+        current = self._sessions.current(producer)
         if current is not None and current.process.running:
             raise WorkloadError(f"producer {producer} is still running")
         return self._launch(producer).info
 
     def stop(self) -> None:
         """SIGTERM every running session (they finish cleanly), SIGKILL after a grace."""
-        stop_all((s.process for s in self._all()), STOP_GRACE_S)
+        stop_all((s.process for s in self._sessions.all()), STOP_GRACE_S)
 
     def wait(self, timeout_s: float, poll_s: float = 0.1) -> bool:
         """Until every session has exited (True) or the timeout (False)."""
@@ -86,45 +84,33 @@ class Workload:
     # ---------------------------------------------------------------- views
     @property
     def finished(self) -> bool:
-        return all(s.process.finished for s in self._all())
+        return all(s.process.finished for s in self._sessions.all())
 
     @property
     def acked(self) -> int:
-        return sum(int(s.process.progress.get("ack", 0)) for s in self._all())
+        return sum(int(s.process.progress.get("ack", 0)) for s in self._sessions.all())
 
     @property
     def settled(self) -> int:
         """Records with a final outcome so far (ack, fail, indeterminate, unsent)."""
         outcomes = ("ack", "fail", "indeterminate", "unsent")
-        return sum(int(s.process.progress.get(o, 0)) for s in self._all() for o in outcomes)
+        return sum(
+            int(s.process.progress.get(o, 0)) for s in self._sessions.all() for o in outcomes
+        )
 
     @property
     def sessions(self) -> list[SessionInfo]:
-        return sorted((s.info for s in self._all()), key=lambda i: (i.started_ms, i.producer))
+        return sorted(
+            (s.info for s in self._sessions.all()), key=lambda i: (i.started_ms, i.producer)
+        )
 
     def failures(self) -> list[str]:
         """Sessions that exited abnormally without being crashed on purpose."""
-        return [
-            f"producer {s.info.producer} session {s.info.session_id} exited {s.process.returncode}"
-            for s in self._all()
-            if s.process.failed
-        ]
+        return self._sessions.failures()
 
     # ---------------------------------------------------------------- internals
-    def _all(self) -> list[Session[SessionInfo]]:
-        with self._lock:
-            return [s for sessions in self._sessions.values() for s in sessions]
-
-    def _current(self, producer: int) -> Session[SessionInfo] | None:
-        if producer not in self._sessions:
-            raise WorkloadError(f"no producer {producer} (producers: 0..{self.spec.producers - 1})")
-        with self._lock:
-            sessions = self._sessions[producer]
-            return sessions[-1] if sessions else None
-
     def _remaining(self, producer: int) -> tuple[int | None, float | None]:
-        with self._lock:
-            earlier = list(self._sessions[producer])
+        earlier = self._sessions.of(producer)
         sent = sum(len(read_journal(self.run_dir.journal_file(s.info.session_id))) for s in earlier)
         share = self.spec.records_of(producer)
         records = None if share is None else max(0, share - sent)
@@ -136,8 +122,7 @@ class Workload:
     def _launch(self, producer: int) -> Session[SessionInfo]:
         records, duration = self._remaining(producer)
         session_id = uuid.uuid4().hex
-        with self._lock:
-            session_index = len(self._sessions[producer])
+        session_index = len(self._sessions.of(producer))
         spec = SessionSpec(
             run_dir=self.run_dir.path,
             run_id=self.run_id,
@@ -170,6 +155,5 @@ class Workload:
                 on_exit=ended,
             ),
         )
-        with self._lock:
-            self._sessions[producer].append(session)
+        self._sessions.add(producer, session)
         return session

@@ -15,21 +15,18 @@ pytestmark = pytest.mark.lab
 BASELINE_RECORDS = 300
 
 
-def only_run(folder: Path, scenario: str, target: str) -> Path:
-    found = [p.parent for p in folder.glob(f"*-{scenario}-{target}-*/run.json")]
+def only_run(folder: Path, cell: str, target: str) -> Path:
+    found = [p.parent for p in folder.glob(f"*-{cell}-{target}-*/run.json")]
     assert len(found) == 1, found
     return found[0]
 
 
-@pytest.mark.parametrize("target", ["refbroker", "kafka"])
-def test_scenario_dag_runs_a_conforming_baseline_and_reports_it(
-    dag_runner: DagRunner, target: str
-) -> None:
-    conf = {"scenario": "baseline", "target": target, "records": BASELINE_RECORDS}
-    done = dag_runner.test("eos_scenario", json.dumps(conf), f"scenario-{target}")
+def test_scenario_dag_runs_a_conforming_baseline_and_reports_it(dag_runner: DagRunner) -> None:
+    conf = {"scenario": "baseline", "target": "refbroker", "records": BASELINE_RECORDS}
+    done = dag_runner.test("eos_scenario", json.dumps(conf), "scenario-baseline")
     assert done.returncode == 0, tail(done)
 
-    run_dir = only_run(dag_runner.runs, "baseline", target)
+    run_dir = only_run(dag_runner.runs, "baseline", "refbroker")
     verdict = json.loads((run_dir / "checker" / "verdict.json").read_text())
     assert verdict["conforms"] is True, verdict["mismatches"]
     assert verdict["gx"]["success"] is True
@@ -40,6 +37,30 @@ def test_scenario_dag_runs_a_conforming_baseline_and_reports_it(
     assert 'class="verdict conforms"' in (report / "index.html").read_text()
     suite = ET.parse(report / "junit.xml").getroot()
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
+
+
+def test_scenario_dag_finds_the_consumer_crash_doubling_effects_in_commit_after(
+    dag_runner: DagRunner,
+) -> None:
+    """The form's handler mode reaches the run: consumers crash between effect and commit,
+    commit-after applies redelivered records twice, and the run conforms because the checker
+    found it (the consumer half's negative control, from the UI's DAG)."""
+    conf = {"scenario": "consumer-crash-before-commit", "target": "kafka", "mode": "commit-after"}
+    done = dag_runner.test("eos_scenario", json.dumps(conf), "scenario-consumer-crash")
+    assert done.returncode == 0, tail(done)
+
+    run_dir = only_run(dag_runner.runs, "consumer-crash-before-commit.commit-after", "kafka")
+    verdict = json.loads((run_dir / "checker" / "verdict.json").read_text())
+    assert verdict["conforms"] is True, verdict["mismatches"]
+    observed = {c["name"]: c["observed"] for c in verdict["checks"]}
+    assert observed["effect_duplicate"] > 0
+    assert observed["redelivered"] > 0
+    assert observed["unprocessed"] == 0
+    assert "consumer_exactly_once" in verdict["gx"]["suites"]
+    report = dag_runner.reports / "runs" / run_dir.name
+    summary = json.loads((report / "summary.json").read_text())
+    assert (summary["status"], summary["mode"]) == ("conforms", "commit-after")
+    assert 'id="consumer-half"' in (report / "index.html").read_text()
 
 
 def test_nightly_dag_reports_the_negative_control_as_conforming_because_found(

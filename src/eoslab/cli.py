@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from eoslab.admin import create_topic
-from eoslab.console import JsonOption, RuntimeOption, console, fail
+from eoslab.console import JsonOption, RuntimeOption, console, fail, identifier_column
 from eoslab.orchestration.command import app as orchestrate_app
 from eoslab.probe.command import app as probe_app
 from eoslab.proxy.command import app as chaos_app
@@ -173,7 +173,8 @@ _verb("restart", "Stop a service cleanly and start it again with the same data."
 
 def _print_status(status: LabStatus) -> None:
     table = Table(title=f"eoslab lab ({status.runtime}, {status.state_dir})")
-    for column in ("service", "state", "health", "pid", "ports", "log"):
+    identifier_column(table, "service", [s.name for s in status.services])
+    for column in ("state", "health", "pid", "ports", "log"):
         table.add_column(column)
     for service in status.services:
         ports = " ".join(f"{label}={port}" for label, port in service.ports.items())

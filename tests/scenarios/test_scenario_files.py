@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +214,25 @@ def test_the_commands_list_and_show_the_catalogue() -> None:
     assert "step 0: kill leader at 2.0 s for 6.0 s" in shown.output
     missing = runner.invoke(app, ["show", "nope"])
     assert missing.exit_code == 1
+
+
+@pytest.mark.parametrize("listing", [("scenarios", "list"), ("probe", "list")])
+def test_lists_never_cut_identifiers_and_speak_json(listing: tuple[str, str]) -> None:
+    """Read by scripts: piped into a 40-column terminal, every identifier is whole; --json too."""
+
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "eoslab.cli", *listing, *args],
+            env={**os.environ, "COLUMNS": "40"},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        return done.stdout
+
+    rows = json.loads(cli("--json"))
+    names = [next(iter(row.values())) for row in rows]
+    assert "consumer-crash-before-commit" in names or "group-rejoin-after-expiry" in names
+    table = cli()
+    assert all(name in table for name in names), [n for n in names if n not in table]

@@ -1,6 +1,6 @@
-"""Shared fixtures: one real lab (ZooKeeper, 3 Kafka brokers, proxy, reference broker) per session,
-one SparkSession, and a real PostgreSQL server for the sink (the workload's tests and the
-checker's read it).
+"""Shared fixtures: one real lab (ZooKeeper, 3 Kafka brokers, proxy, reference broker, the warm
+Spark) per session, one Spark Connect session on its warm Spark, and a real PostgreSQL server
+for the sink (the workload's tests and the checker's read it).
 
 The test lab runs on its own ports (EOSLAB_TEST_PORT_OFFSET, default 1000: Kafka on 10091-3)
 and in a temporary state folder, so it never meets a lab a developer has up.
@@ -50,12 +50,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """One SparkSession (with Spark's Kafka source) for the whole run: a JVM start costs
-    seconds on 2 cores."""
+def spark(lab: LocalRuntime) -> Iterator[SparkSession]:
+    """One session for the whole run, on the lab's warm Spark (Spark Connect, with Spark's
+    Kafka source), as the lab's checks run: no JVM of the tests' own."""
     from eoslab.verify.spark_session import build_session
 
-    session = build_session()
+    session = build_session(remote=lab.config.spark_remote)
     try:
         yield session
     finally:

@@ -11,6 +11,9 @@ EOSLAB_LAB_DIR             the lab's state folder (default: ``.lab/`` in the che
 EOSLAB_PORT_OFFSET         added to every base port, for a second lab beside the first
 EOSLAB_WITH_AIRFLOW        ``0`` leaves Airflow out of ``eoslab lab up``
 EOSLAB_WITH_POSTGRES       ``0`` leaves the consumers' PostgreSQL out of ``eoslab lab up``
+EOSLAB_WITH_SPARK_CONNECT  ``0`` leaves the warm Spark (Spark Connect) out of ``eoslab lab up``
+EOSLAB_SPARK_REMOTE        the checker's Spark Connect server (``sc://host:port``) when it is
+                           not the lab's: a cluster's
 EOSLAB_RUNTIME             ``local`` (default) or ``compose``
 EOSLAB_RUNS_DIR            where run directories go (default: ``runs/`` in the checkout)
 EOSLAB_REPORTS_DIR         where reports go (default: ``reports/`` in the checkout)
@@ -33,6 +36,8 @@ LAB_DIR = "EOSLAB_LAB_DIR"
 PORT_OFFSET = "EOSLAB_PORT_OFFSET"
 WITH_AIRFLOW = "EOSLAB_WITH_AIRFLOW"
 WITH_POSTGRES = "EOSLAB_WITH_POSTGRES"
+WITH_SPARK_CONNECT = "EOSLAB_WITH_SPARK_CONNECT"
+SPARK_REMOTE = "EOSLAB_SPARK_REMOTE"
 RUNTIME = "EOSLAB_RUNTIME"
 RUNS_DIR = "EOSLAB_RUNS_DIR"
 REPORTS_DIR = "EOSLAB_REPORTS_DIR"
@@ -64,6 +69,8 @@ class BasePort(IntEnum):
     AIRFLOW = 8080
     POSTGRES = 5433
     """The consumers' PostgreSQL sink (5432 is left to a PostgreSQL the machine may run)."""
+    SPARK_CONNECT = 15002
+    """The lab's warm Spark: Spark Connect's own default port."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,14 @@ def with_airflow() -> bool:
 
 def with_postgres() -> bool:
     return os.environ.get(WITH_POSTGRES, "1") != "0"
+
+
+def with_spark_connect() -> bool:
+    return os.environ.get(WITH_SPARK_CONNECT, "1") != "0"
+
+
+def spark_remote() -> str | None:
+    return os.environ.get(SPARK_REMOTE) or None
 
 
 def runtime_name() -> str:

@@ -39,7 +39,10 @@ def dag_runner(
     lab: LocalRuntime, airflow_home: AirflowHome, tmp_path_factory: pytest.TempPathFactory
 ) -> DagRunner:
     home = dataclasses.replace(
-        airflow_home, lab_dir=lab.config.state_dir, port_offset=lab.config.port_offset
+        airflow_home,
+        lab_dir=lab.config.state_dir,
+        port_offset=lab.config.port_offset,
+        spark_connect_port=lab.config.spark_connect_port,
     )
     out = tmp_path_factory.mktemp("dag-runs")
     env = {

@@ -4,6 +4,7 @@ generated admin password, both DAGs registered and unpaused, no log server, noth
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -17,7 +18,9 @@ from typing import Any
 import psutil
 import pytest
 
+from eoslab.orchestration.tasks import spark_connect_url
 from eoslab.runtime import processes
+from eoslab.runtime.airflow import SPARK_CONN_VARIABLE
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
 
@@ -59,6 +62,7 @@ def airflow_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRunti
         brokers=0,
         with_refbroker=False,
         with_postgres=False,
+        with_spark_connect=False,
         with_airflow=True,
     )
     runtime = LocalRuntime(config)
@@ -145,5 +149,21 @@ def test_task_environment_points_at_the_lab(airflow_lab: LocalRuntime) -> None:
     assert env["EOSLAB_LAB_DIR"] == str(airflow_lab.config.state_dir)
     assert env["EOSLAB_PORT_OFFSET"] == str(PORT_OFFSET)
     assert Path(env["AIRFLOW__CORE__DAGS_FOLDER"]).name == "dags"
-    assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"])["host"] == "local[2]"
     assert env["AIRFLOW__CORE__LOAD_EXAMPLES"] == "False"
+    assert SPARK_CONN_VARIABLE not in env  # a lab without its warm Spark: the checker's own
+
+
+def test_the_spark_connection_is_the_labs_warm_spark(
+    airflow_lab: LocalRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the DAGs' checker task connects to, read through the Spark provider's own hook; a
+    connection the user gives (a cluster's Spark Connect) wins over the lab's."""
+    port = 15002 + PORT_OFFSET
+    warm = dataclasses.replace(airflow_lab.airflow(), spark_connect_port=port)
+    monkeypatch.setenv(SPARK_CONN_VARIABLE, warm.environment()[SPARK_CONN_VARIABLE])
+    assert spark_connect_url() == f"sc://127.0.0.1:{port}/"
+
+    cluster = '{"conn_type": "spark_connect", "host": "spark.example", "port": 15002}'
+    monkeypatch.setenv(SPARK_CONN_VARIABLE, cluster)
+    assert warm.environment()[SPARK_CONN_VARIABLE] == cluster
+    assert spark_connect_url() == "sc://spark.example:15002/"

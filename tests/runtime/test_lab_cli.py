@@ -63,6 +63,9 @@ def test_up_status_down_leaves_nothing_behind(lab_env: dict[str, str]) -> None:
         assert report["refbroker"]["reachable"] is True
         (postgres,) = [s for s in report["services"] if s["kind"] == "postgres"]
         assert postgres["healthy"]
+        (spark,) = [s for s in report["services"] if s["kind"] == "spark-connect"]
+        assert spark["healthy"]
+        assert spark["ports"] == {"grpc": 15002 + offset}
 
         # Every socket of the lab listens on loopback only.
         pids = {p.pid for p in ours(lab_env["EOSLAB_LAB_DIR"])}
@@ -79,7 +82,7 @@ def test_up_status_down_leaves_nothing_behind(lab_env: dict[str, str]) -> None:
     assert ours(lab_env["EOSLAB_LAB_DIR"]) == []
     assert all(
         port_free(port + offset)
-        for port in (2181, 9091, 9092, 9093, 29091, 19091, 9192, 8474, 5433)
+        for port in (2181, 9091, 9092, 9093, 29091, 19091, 9192, 8474, 5433, 15002)
     )
 
 

@@ -1,5 +1,6 @@
-"""A clean run, checked by the spark-submit job and by `eoslab verify`: every suite passes, and
-the verdict follows the expectations both ways (a negative control fails on a clean topic)."""
+"""A clean run, checked by the spark-submit job (a JVM of its own) and by `eoslab verify` (on
+the lab's warm Spark): every suite passes, and the verdict follows the expectations both ways
+(a negative control fails on a clean topic)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from pathlib import Path
 
 import pytest
 from planted_runs import plant_clean, spark_submit
-from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from eoslab.rundir import FOREIGN, PRODUCER_ANOMALIES, RunDir
+from eoslab.runtime.local import LocalRuntime
+from eoslab.settings import LAB_DIR, PORT_OFFSET
 from eoslab.verify.command import app
 
 
@@ -45,13 +47,18 @@ def test_spark_submit_job_fails_the_negative_control_on_a_clean_topic(clean: Run
     assert metrics["errors"] == {"_STATE": 2}
 
 
-def test_verify_command_says_a_clean_run_conforms(spark: SparkSession, clean: RunDir) -> None:
+def test_verify_command_says_a_clean_run_conforms_on_the_labs_warm_spark(
+    lab: LocalRuntime, clean: RunDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
     info = clean.read_info()
     clean.write_info(info.model_copy(update={"expected": {"indeterminate": "0"}}))
+    monkeypatch.setenv(LAB_DIR, str(lab.config.state_dir))
+    monkeypatch.setenv(PORT_OFFSET, str(lab.config.port_offset))
 
     result = CliRunner().invoke(app, [str(clean.path)])
 
     assert result.exit_code == 0, result.output
+    assert f"on the Spark Connect server {lab.config.spark_remote}" in result.output
     assert "conforms" in result.output
     verdict = json.loads(clean.verdict_json.read_text())
     assert verdict["conforms"] is True

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eoslab.bench import checker, produce_throughput
+from eoslab.bench import checker, produce_throughput, warm_check
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
 from eoslab.settings import project_root
@@ -76,6 +76,7 @@ def main() -> None:
         lab.up()
         try:
             results["produce_throughput"] = produce_throughput.run(lab, args.records, args.repeats)
+            results["warm_check"] = warm_check.run(lab)
             scales = [int(n) for n in args.checker_scales.split(",") if n]
             if scales:
                 results["checker"] = checker.run(scales, bootstrap=lab.config.bootstrap_servers)

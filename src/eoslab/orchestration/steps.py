@@ -18,7 +18,7 @@ from eoslab.rundir import RunDir, Verdict, handler_mode
 from eoslab.runtime import get_runtime
 from eoslab.runtime.health import port_open
 from eoslab.runtime.status import cluster_view
-from eoslab.runtime.topology import LabConfig
+from eoslab.runtime.topology import SPARK_CONNECT_SERVICE, LabConfig
 from eoslab.scenarios.catalogue import find_scenario, parse_scenario
 from eoslab.scenarios.executor import execute
 from eoslab.scenarios.schema import Scenario
@@ -37,7 +37,7 @@ class RunIncompleteError(RuntimeError):
 
 
 class CheckerOutputError(RuntimeError):
-    """The checker left no verdict (the Spark job failed), or GX and its anomaly tables disagree."""
+    """The checker left no verdict (its Spark failed), or GX and its anomaly tables disagree."""
 
 
 def lab_config() -> LabConfig:
@@ -45,7 +45,8 @@ def lab_config() -> LabConfig:
 
 
 def check_lab(target: str) -> dict[str, Any]:
-    """Fail fast, with the fix, when the target or the chaos proxy is not there."""
+    """Fail fast, with the fix, when the target, the chaos proxy or the warm Spark is not
+    there."""
     config = lab_config()
     proxy_port = config.port(BasePort.PROXY_CONTROL)
     if not port_open(proxy_port):
@@ -53,6 +54,12 @@ def check_lab(target: str) -> dict[str, Any]:
             f"the chaos proxy's control API on 127.0.0.1:{proxy_port} is closed: the lab in "
             f"{config.state_dir} is not up (start it with `make lab up`; "
             f"{PORT_OFFSET}={config.port_offset})"
+        )
+    if config.with_spark_connect and not port_open(config.spark_connect_port):
+        raise LabUnhealthyError(
+            f"the lab's warm Spark (Spark Connect on {config.spark_remote}) is down: the check "
+            f"would wait for it; see `eoslab lab logs {SPARK_CONNECT_SERVICE}` and restart it "
+            f"with `eoslab lab restart {SPARK_CONNECT_SERVICE}`"
         )
     if target == "kafka":
         brokers = metadata_brokers(config.bootstrap_servers, timeout_s=HEALTH_TIMEOUT_S)
@@ -112,6 +119,27 @@ def run_scenario(
     if result.problems:
         raise RunIncompleteError(f"the run in {run_dir} went wrong: " + "; ".join(result.problems))
     return run_dir
+
+
+class RunNotConformingError(RuntimeError):
+    """The checker's verdict: the run does not conform (its task is red, the next ones run)."""
+
+
+def check_run(run_dir: str, remote: str | None) -> dict[str, Any]:
+    """The checker on the Spark Connect server ``remote`` (None: the lab's warm Spark when up,
+    else a Spark of the task's own); fails when the run does not conform."""
+    from eoslab.verify.checker import verify_run  # Spark loads with the task, not the DAG file
+
+    verdict = verify_run(Path(run_dir), remote=remote)
+    log.info("checked %s: GX data docs %s", verdict.run_id, verdict.links.data_docs)
+    if not verdict.conforms:
+        raise RunNotConformingError(
+            f"{verdict.run_id} does not conform: "
+            + "; ".join(
+                f"{m.name} expected {m.expected}, observed {m.observed}" for m in verdict.mismatches
+            )
+        )
+    return {"run_id": verdict.run_id, "conforms": verdict.conforms}
 
 
 def read_verdict(run_dir: str) -> Verdict:

@@ -1,10 +1,10 @@
 """The Airflow tasks of the eoslab DAGs; each one calls a function of :mod:`steps` or
 :mod:`eoslab.report`, so the DAG files in `dags/` only wire them together.
 
-The checker is one Spark job (``spark_jobs/verify_run.py`` through spark-submit): it derives
-the anomalies, validates the Great Expectations suites on its DataFrames and writes the
-verdict, all under ``RUN_DIR/checker/``. It exits non-zero when the run does not conform, so
-its task is red for a non-conforming run; the tasks after it run anyway, as long as the run
+The checker is one task, a Spark Connect client of the lab's warm Spark (no JVM of its own):
+it derives the anomalies, validates the Great Expectations suites on its DataFrames and writes
+the verdict, all under ``RUN_DIR/checker/``. It fails when the run does not conform, so its
+task is red for a non-conforming run; the tasks after it run anyway, as long as the run
 itself happened (:data:`AFTER_THE_RUN`), and read what it wrote: ``gx_validation`` publishes
 the GX results, ``verdict`` the checks, ``report`` the HTML. They fail, saying so, when the
 checker left no verdict.
@@ -17,16 +17,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import TriggerRule, task
 
 from eoslab.orchestration import steps
 from eoslab.orchestration.matrix import plan
 from eoslab.report.render import read_summary, write_nightly_report, write_run_report
 from eoslab.rundir import cell_name
-from eoslab.runtime.airflow import LAB_POOL
+from eoslab.runtime.airflow import LAB_POOL, SPARK_CONN
 from eoslab.settings import runs_root
-from eoslab.verify.submit import checker_job
 
 log = logging.getLogger(__name__)
 
@@ -72,22 +70,24 @@ def run_scenario(
     )
 
 
-def spark_checker(run_dir: Any, task_id: str = "spark_checker") -> SparkSubmitOperator:
-    """The checker's Spark job on ``spark_default`` (local[2] unless configured otherwise)."""
-    job = checker_job(run_dir)
-    return SparkSubmitOperator(
-        task_id=task_id,
-        application=str(job.application),
-        application_args=job.application_args,
-        conn_id="spark_default",
-        jars=",".join(job.jars),
-        conf=job.conf,
-        driver_memory=job.driver_memory,
-        env_vars=job.env,
-        name=job.name,
-        execution_timeout=CHECKER_TIMEOUT,
-        retries=0,  # a non-conforming run exits 1 too: retrying would only repeat it
-    )
+# retries=0: a non-conforming run fails this task too, and retrying would only repeat it
+@task(execution_timeout=CHECKER_TIMEOUT, retries=0)
+def spark_checker(run_dir: str) -> dict[str, Any]:
+    """The checker on the ``eoslab_spark`` Spark Connect connection (the lab's warm Spark);
+    red when the run does not conform."""
+    return steps.check_run(run_dir, remote=spark_connect_url())
+
+
+def spark_connect_url() -> str | None:
+    """The Spark Connect server of the ``eoslab_spark`` connection; None when Airflow has no
+    such connection (a lab without its warm Spark: the checker then starts its own)."""
+    from airflow.exceptions import AirflowNotFoundException
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    try:
+        return SparkConnectHook(conn_id=SPARK_CONN).get_connection_url()
+    except AirflowNotFoundException:
+        return None
 
 
 @task(trigger_rule=AFTER_THE_RUN, execution_timeout=PUBLISH_TIMEOUT, retries=0)

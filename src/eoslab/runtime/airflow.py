@@ -28,8 +28,10 @@ ADMIN_USER = "admin"
 SIMPLE_AUTH_MANAGER = (
     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 )
-LOCAL_SPARK = '{"conn_type": "spark", "host": "local[2]"}'
-"""``spark_default`` unless the user sets AIRFLOW_CONN_SPARK_DEFAULT (a cluster, say)."""
+SPARK_CONN = "eoslab_spark"
+"""The checker's Spark: a Spark Connect connection (the Spark provider's ``spark_connect``
+type), the lab's warm Spark unless the user sets AIRFLOW_CONN_EOSLAB_SPARK (a cluster's)."""
+SPARK_CONN_VARIABLE = f"AIRFLOW_CONN_{SPARK_CONN.upper()}"
 MIGRATE_TIMEOUT_S = 300.0
 LAB_POOL = "eoslab_lab"
 """One slot: scenario runs of every DAG take turns, since they share the lab (one run's
@@ -53,6 +55,8 @@ class AirflowHome:
     api_port: int
     lab_dir: Path
     port_offset: int
+    spark_connect_port: int | None = None
+    """The lab's warm Spark, for the ``eoslab_spark`` connection (None: the lab has none)."""
 
     @property
     def url(self) -> str:
@@ -98,11 +102,25 @@ class AirflowHome:
             "AIRFLOW__API__BASE_URL": self.url,
             "AIRFLOW__API__WORKERS": "1",
             "AIRFLOW__API_AUTH__JWT_SECRET": self._secret_file.read_text().strip(),
-            "AIRFLOW_CONN_SPARK_DEFAULT": os.environ.get("AIRFLOW_CONN_SPARK_DEFAULT", LOCAL_SPARK),
+            **self._spark_connection(),
             settings.HOME: str(project_root()),
             settings.LAB_DIR: str(self.lab_dir),
             settings.PORT_OFFSET: str(self.port_offset),
         }
+
+    def _spark_connection(self) -> dict[str, str]:
+        """The user's Spark Connect connection, else the lab's warm Spark when the lab has one
+        (without, the checker starts a Spark of its own in the task)."""
+        if user_given := os.environ.get(SPARK_CONN_VARIABLE):
+            return {SPARK_CONN_VARIABLE: user_given}
+        if self.spark_connect_port is None:
+            return {}
+        lab_spark = {
+            "conn_type": "spark_connect",
+            "host": settings.HOST,
+            "port": self.spark_connect_port,
+        }
+        return {SPARK_CONN_VARIABLE: json.dumps(lab_spark)}
 
     def prepare(self) -> AirflowHome:
         """Create the home, its secret and admin password once, and migrate the database once

@@ -21,6 +21,7 @@ from eoslab.runtime import configs, health, processes
 from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.runtime.postgres import PostgresError, PostgresServer
 from eoslab.runtime.processes import ProcessRecord
+from eoslab.runtime.spark import connect_server_command, spark_environment
 from eoslab.runtime.status import LabError, LabStatus, ServiceStatus, cluster_view
 from eoslab.runtime.topology import HOST, Kind, LabConfig, Service
 from eoslab.runtime.zookeeper import registered_brokers
@@ -90,6 +91,8 @@ class LocalRuntime:
             return [str(venv_bin() / "airflow"), str(service.component), *no_log_server]
         if service.kind is Kind.POSTGRES:
             return self.postgres().command()
+        if service.kind is Kind.SPARK_CONNECT:
+            return connect_server_command(service.ports["grpc"], local_dir=root / "tmp")
         if service.kind is Kind.PROXY:
             routes = [
                 f"--route={name}={HOST}:{listen}={HOST}:{upstream}"
@@ -141,6 +144,9 @@ class LocalRuntime:
             api_port=self.config.port(BasePort.AIRFLOW),
             lab_dir=self.config.state_dir,
             port_offset=self.config.port_offset,
+            spark_connect_port=(
+                self.config.spark_connect_port if self.config.with_spark_connect else None
+            ),
         )
 
     def postgres(self) -> PostgresServer:
@@ -165,6 +171,9 @@ class LocalRuntime:
                 raise LabError(str(error)) from error
             return
         root = self.config.state_dir / service.name
+        if service.kind is Kind.SPARK_CONNECT:
+            (root / "tmp").mkdir(parents=True, exist_ok=True)
+            return
         (root / "data").mkdir(parents=True, exist_ok=True)
         if service.kind is Kind.ZOOKEEPER:
             (root / "zookeeper.properties").write_text(
@@ -182,13 +191,16 @@ class LocalRuntime:
 
     def _start(self, service: Service) -> ProcessRecord:
         self._write_config(service)
-        airflow_env = self.airflow().environment() if service.kind is Kind.AIRFLOW else {}
+        env = {
+            Kind.AIRFLOW: self.airflow().environment,
+            Kind.SPARK_CONNECT: spark_environment,
+        }.get(service.kind, dict)()
         return processes.spawn(
             service.name,
             self.argv(service),
             self.log_path(service.name),
             self.config.state_dir,
-            env={"PYTHONUNBUFFERED": "1", **airflow_env},
+            env={"PYTHONUNBUFFERED": "1", **env},
             user=self.postgres().run_as if service.kind is Kind.POSTGRES else None,
         )
 

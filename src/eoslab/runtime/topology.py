@@ -11,7 +11,16 @@ from enum import StrEnum
 from pathlib import Path
 
 from eoslab.rundir import LabTarget
-from eoslab.settings import HOST, BasePort, lab_dir, port_offset, with_airflow, with_postgres
+from eoslab.runtime.spark import remote_url
+from eoslab.settings import (
+    HOST,
+    BasePort,
+    lab_dir,
+    port_offset,
+    with_airflow,
+    with_postgres,
+    with_spark_connect,
+)
 
 
 class Kind(StrEnum):
@@ -20,6 +29,7 @@ class Kind(StrEnum):
     PROXY = "proxy"
     REFBROKER = "refbroker"
     POSTGRES = "postgres"
+    SPARK_CONNECT = "spark-connect"
     AIRFLOW = "airflow"
 
 
@@ -29,6 +39,7 @@ AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 BROKERS = 3
 """The Kafka cluster of the lab: three brokers, ids 1..3."""
 REFBROKER_SERVICE = "refbroker"
+SPARK_CONNECT_SERVICE = "spark-connect"
 
 
 def kafka_service(broker_id: int) -> str:
@@ -67,6 +78,9 @@ class LabConfig:
     with_postgres: bool = field(default_factory=with_postgres)
     """The consumers' PostgreSQL sink (`eoslab run --sink lab`); EOSLAB_WITH_POSTGRES=0 leaves
     it out."""
+    with_spark_connect: bool = field(default_factory=with_spark_connect)
+    """The checker's warm Spark (Spark Connect); EOSLAB_WITH_SPARK_CONNECT=0 leaves it out and
+    every check starts a JVM of its own."""
     with_airflow: bool = field(default_factory=with_airflow)
     """Airflow (its UI on 8080) in `eoslab lab up`; EOSLAB_WITH_AIRFLOW=0 leaves it out."""
     # A third listener per broker, DIRECT on 3909i, advertised as itself: a path around the
@@ -119,6 +133,15 @@ class LabConfig:
         return f"http://{HOST}:{self.port(BasePort.AIRFLOW)}"
 
     @property
+    def spark_connect_port(self) -> int:
+        return self.port(BasePort.SPARK_CONNECT)
+
+    @property
+    def spark_remote(self) -> str:
+        """The warm Spark as the checker reaches it: ``sc://127.0.0.1:15002``."""
+        return remote_url(HOST, self.spark_connect_port)
+
+    @property
     def postgres_root(self) -> Path:
         """The sink server's cluster, password and log."""
         return self.state_dir / "postgres"
@@ -163,6 +186,12 @@ class LabConfig:
         if self.with_postgres:
             services.append(
                 Service("postgres", Kind.POSTGRES, {"client": self.port(BasePort.POSTGRES)})
+            )
+        if self.with_spark_connect:
+            services.append(
+                Service(
+                    SPARK_CONNECT_SERVICE, Kind.SPARK_CONNECT, {"grpc": self.spark_connect_port}
+                )
             )
         if self.brokers or self.with_refbroker:
             services.append(

@@ -27,7 +27,7 @@ from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offse
 from eoslab.verify.consumption import jdbc_sink, read_commits, read_effects, read_processed
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
-from eoslab.verify.spark_session import build_session
+from eoslab.verify.spark_session import build_session, default_remote
 from eoslab.verify.topic_reader import classify, read_raw
 from eoslab.verify.verdict import MAX_EXAMPLES, build_verdict, expected_checks, judge
 
@@ -70,13 +70,29 @@ def verify_run(
     spark: SparkSession | None = None,
     master: str | None = None,
     bootstrap: str | None = None,
+    remote: str | None = None,
 ) -> Verdict:
     """Check the run in ``run_dir`` and write its verdict; ``bootstrap`` overrides run.json's
-    (the topic read from elsewhere than where it was written, e.g. through another listener)."""
+    (the topic read from elsewhere than where it was written, e.g. through another listener).
+
+    Spark: ``spark`` if given, else a session on ``master`` (a JVM of its own), else a Spark
+    Connect session on ``remote`` or the default one (:func:`default_remote`: the lab's warm
+    Spark), closed when the check ends, else a local JVM."""
+    if spark is not None:
+        return _verify(run_dir, spark, bootstrap)
+    if master is None and (remote := remote or default_remote()):
+        session = build_session(remote=remote)
+        try:
+            return _verify(run_dir, session, bootstrap)
+        finally:
+            session.stop()
+    return _verify(run_dir, build_session(master), bootstrap)
+
+
+def _verify(run_dir: Path, spark: SparkSession, bootstrap: str | None) -> Verdict:
     run = RunDir(run_dir)
     info = run.read_info()
     expected = expected_checks(info.expected, consumed=info.consumption is not None)
-    spark = spark or build_session(master)
     shutil.rmtree(run.checker_dir, ignore_errors=True)
     run.anomalies_dir.mkdir(parents=True)
 

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from eoslab.console import console, fail
 from eoslab.rundir import Verdict
-from eoslab.verify.spark_session import DEFAULT_MASTER
+from eoslab.runtime.spark import DEFAULT_MASTER
 from eoslab.verify.verdict import ExpectationError
 
 app = typer.Typer(help="Check a run: anomalies, GX suites, verdict.", no_args_is_help=True)
@@ -26,8 +26,19 @@ def verify(
         Path,
         typer.Argument(exists=True, file_okay=False, help="The run directory (holds run.json)."),
     ],
+    remote: Annotated[
+        str | None,
+        typer.Option(
+            help="Spark Connect server (sc://HOST:PORT); default: $EOSLAB_SPARK_REMOTE, else "
+            "the lab's warm Spark when it is up."
+        ),
+    ] = None,
     master: Annotated[
-        str | None, typer.Option(help=f"Spark master (default {DEFAULT_MASTER}).")
+        str | None,
+        typer.Option(
+            help=f"Start a Spark of its own on this master instead (e.g. {DEFAULT_MASTER}); "
+            "the default when no Spark Connect server is up."
+        ),
     ] = None,
     bootstrap: Annotated[
         str | None, typer.Option(help="Read the topic from these bootstrap servers instead.")
@@ -37,10 +48,17 @@ def verify(
     the GX suites and write RUN_DIR/checker/verdict.json."""
     # Spark and GX load in seconds: only when a run is checked, not for every `eoslab` command.
     from eoslab.verify.checker import verify_run
+    from eoslab.verify.spark_session import default_remote
     from eoslab.verify.suites import SuiteFileError
 
+    remote = None if master else remote or default_remote()
+    if remote:
+        console.print(f"checking on the Spark Connect server {remote}")
+    else:
+        why = "" if master else "; no warm Spark is up"
+        console.print(f"checking on a Spark of its own ({master or DEFAULT_MASTER}{why})")
     try:
-        verdict = verify_run(run_dir, master=master, bootstrap=bootstrap)
+        verdict = verify_run(run_dir, master=master, bootstrap=bootstrap, remote=remote)
     except (ExpectationError, SuiteFileError, FileNotFoundError, ValidationError) as error:
         raise fail(error, code=2) from error
     print_verdict(verdict)

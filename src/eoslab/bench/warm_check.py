@@ -1,0 +1,58 @@
+"""One cell's check on the lab's warm Spark against the same check paying its own Spark.
+
+A clean run of :data:`RECORDS` records (the default matrix's size) is checked: ``cold_s`` by
+the spark-submit job (a JVM and a SparkSession of its own, as every cell paid before the lab
+had its warm Spark), ``warm_s`` as the lab checks now, a Spark Connect client of the warm
+Spark (the median of :data:`WARM_REPEATS`, after one to warm the server's code paths).
+Target: ``warm_s`` at most :data:`TARGET_WARM_S`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from eoslab.bench.checker import generate
+from eoslab.runtime.local import LocalRuntime
+from eoslab.verify.checker import verify_run
+from eoslab.verify.submit import checker_job
+
+RECORDS = 3_000
+WARM_REPEATS = 3
+TARGET_WARM_S = 10.0
+
+
+def run(lab: LocalRuntime, records: int = RECORDS) -> dict[str, Any]:
+    remote = lab.config.spark_remote
+    with tempfile.TemporaryDirectory(prefix="eoslab-bench-warm-") as root:
+        run_dir, _ = generate(lab.config.bootstrap_servers, Path(root), records)
+        job = checker_job(run_dir.path)
+        started = time.perf_counter()
+        cold = subprocess.run(
+            job.command(), env=job.environment(), capture_output=True, text=True, check=False
+        )
+        cold_s = time.perf_counter() - started
+        if cold.returncode != 0:
+            raise RuntimeError(f"the cold check failed: {cold.stderr[-2000:]}")
+        verify_run(run_dir.path, remote=remote)  # the server's first check of this bench
+        warm = []
+        for _ in range(WARM_REPEATS):
+            started = time.perf_counter()
+            verdict = verify_run(run_dir.path, remote=remote)
+            warm.append(time.perf_counter() - started)
+        if not verdict.conforms:
+            raise RuntimeError(f"the warm check finds a clean run not conforming: {verdict}")
+    warm_s = statistics.median(warm)
+    return {
+        "records": records,
+        "spark_connect": remote,
+        "cold_s": round(cold_s, 2),
+        "warm_s": round(warm_s, 2),
+        "warm_runs_s": [round(s, 2) for s in warm],
+        "cold_over_warm": round(cold_s / warm_s, 2),
+        "target": {"warm_s": TARGET_WARM_S, "met": warm_s <= TARGET_WARM_S},
+    }

@@ -15,12 +15,11 @@ EOSLAB_WITH_AIRFLOW=0 $EOSLAB lab up \
   || fail "the lab did not come up (see above). If a previous lab is in the way: make lab down"
 trap '$EOSLAB lab down >/dev/null || echo "lab: \`make lab down\` failed; stop it by hand" >&2' EXIT
 
-echo "lab: running the $MATRIX matrix through Airflow (eos_nightly)"
-$PYTHON -m eoslab.orchestration.command matrix --matrix "$MATRIX"
+$PYTHON -m eoslab.orchestration.command matrix --matrix "$MATRIX" ${VERBOSE:+--verbose}
 verdict=$?
 case $verdict in
   0) echo "lab: every cell conforms" ;;
   2) echo "lab: at least one cell does NOT conform; see the report above" >&2 ;;
-  *) echo "lab: the matrix could not run (exit $verdict); the Airflow output above says where it stopped" >&2 ;;
+  *) echo "lab: the matrix could not run (exit $verdict); see the log named above" >&2 ;;
 esac
 exit $verdict

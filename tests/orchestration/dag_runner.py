@@ -35,4 +35,5 @@ class DagRunner:
 
 
 def tail(done: subprocess.CompletedProcess[str], lines: int = 60) -> str:
+    """The last lines of a finished command's output, for an assertion's message."""
     return "\n".join((done.stdout + done.stderr).splitlines()[-lines:])

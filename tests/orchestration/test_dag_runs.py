@@ -1,14 +1,18 @@
 """`airflow dags test` of both DAGs against the session's lab: small runs, the real checker
-(spark-submit through the Spark provider), the reports they leave."""
+(on the lab's warm Spark, through the Spark provider's Spark Connect connection), the reports
+they leave."""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from dag_runner import DagRunner, tail
+from dag_runner import DAG_RUN_TIMEOUT_S, DagRunner, tail
 
 pytestmark = pytest.mark.lab
 
@@ -66,9 +70,28 @@ def test_scenario_dag_finds_the_consumer_crash_doubling_effects_in_commit_after(
 def test_nightly_dag_reports_the_negative_control_as_conforming_because_found(
     dag_runner: DagRunner,
 ) -> None:
-    conf = {"matrix": "default", "scenarios": ["no-idempotence"], "targets": ["kafka"]}
-    done = dag_runner.test("eos_nightly", json.dumps(conf), "nightly")
+    """Through `eoslab orchestrate matrix`, as `make lab` runs it: the cells' phases and the
+    matrix on the terminal, Airflow's output in a log file named at the end."""
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "eoslab.orchestration.command", "matrix"),
+            *("--scenario", "no-idempotence", "--target", "kafka"),
+        ],
+        env=dag_runner.env,
+        capture_output=True,
+        text=True,
+        timeout=DAG_RUN_TIMEOUT_S,
+        check=False,
+    )
+    (dag_runner.logs / "nightly.log").write_text(done.stdout + done.stderr)
     assert done.returncode == 0, tail(done)
+    shown = done.stdout.splitlines()
+    assert len(shown) <= 20, done.stdout
+    assert any(line.strip().startswith("no-idempotence/kafka: conforms") for line in shown)
+    assert "1 of 1 cells conform. Report:" in done.stdout
+    [airflow_log] = re.findall(r"Airflow's log: (\S+);", done.stdout)
+    assert "eos_nightly" in Path(airflow_log).read_text()  # what the terminal was spared
+    assert "INFO" not in done.stdout
 
     [night] = list((dag_runner.reports / "nightly").iterdir())
     summary = json.loads((night / "summary.json").read_text())

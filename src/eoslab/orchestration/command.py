@@ -3,7 +3,8 @@ Airflow from a shell.
 
 `matrix` is what `make lab` and `make conformance` run: `airflow dags test eos_nightly` in the
 lab's AIRFLOW_HOME, against the running lab, without a scheduler (so no other DAG run shares
-the lab meanwhile), then the path of the matrix report.
+the lab meanwhile). It shows the cells' phases as they pass (Airflow's own output goes to a log
+file), then the matrix, the report's path and where the logs are.
 """
 
 from __future__ import annotations
@@ -12,16 +13,24 @@ import json
 import os
 import shlex
 import subprocess
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.live import Live
+from rich.table import Table
 
-from eoslab.orchestration.matrix import MATRICES
+from eoslab.console import console, fail, identifier_column
+from eoslab.orchestration.matrix import MATRICES, Cell, MatrixError, plan
+from eoslab.orchestration.progress import CellProgress, Phase, watch
 from eoslab.report.render import read_summary
+from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.runtime.local import LocalRuntime
-from eoslab.settings import reports_root
+from eoslab.runtime.topology import LabConfig
+from eoslab.settings import reports_root, runs_root
 
 app = typer.Typer(
     help="Airflow in the lab: the matrix now, the lab's Airflow environment.", no_args_is_help=True
@@ -42,35 +51,117 @@ def matrix(
         str, typer.Option("--matrix", help=f"One of {', '.join(MATRICES)}.")
     ] = "default",
     scenarios: Annotated[list[str] | None, typer.Option("--scenario", help="Only these.")] = None,
+    targets: Annotated[
+        list[str] | None,
+        typer.Option("--target", help=f"Only on these ({', '.join(LAB_TARGETS)})."),
+    ] = None,
     records: Annotated[int | None, typer.Option(help="Records per cell.")] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show Airflow's output as it runs.")
+    ] = False,
 ) -> None:
-    """Run the matrix through Airflow against the running lab; prints the matrix report.
-    Exits 0 when every cell conforms, 2 when one does not, 1 when the matrix could not run."""
-    conf: dict[str, object] = {"matrix": which, "scenarios": scenarios or []}
+    """Run the matrix through Airflow against the running lab; shows each cell's phase, then
+    the matrix and its report. Airflow's output goes to a log file named at the end (``-v``
+    shows it). Exits 0 when every cell conforms, 2 when one does not, 1 when the matrix could
+    not run."""
+    request: dict[str, object] = {
+        "matrix": which,
+        "scenarios": scenarios or [],
+        "targets": targets or [],
+    }
     if records is not None:
-        conf["records"] = records
+        request["records"] = records
+    try:
+        cells = plan(request)
+    except MatrixError as error:
+        raise fail(error) from error
+    home = _home()
     logical = datetime.now(UTC).replace(microsecond=0)
-    done = subprocess.run(
-        [
-            str(venv_bin() / "airflow"),
-            "dags",
-            "test",
-            "eos_nightly",
-            logical.isoformat(),
-            "-c",
-            json.dumps(conf),
-        ],
-        env={**os.environ, **_home().environment()},
-        check=False,
-    )
-    index = reports_root() / "nightly" / logical.strftime("%Y%m%dT%H%M%S") / "index.html"
+    night = logical.strftime("%Y%m%dT%H%M%S")
+    log = LabConfig().state_dir / "logs" / f"matrix-{night}.log"
+    argv = [
+        str(venv_bin() / "airflow"),
+        *("dags", "test", "eos_nightly", logical.isoformat(), "-c", json.dumps(request)),
+    ]
+    env = {**os.environ, **home.environment()}
+    runs_dir = runs_root() / f"nightly-{night}"
+    console.print(f"matrix: {len(cells)} cells through Airflow (eos_nightly {night})")
+    if verbose:
+        returncode = subprocess.run(argv, env=env, check=False).returncode
+    else:
+        returncode = _run_watching(argv, env, log, cells, runs_dir)
+    index = reports_root() / "nightly" / night / "index.html"
+    console.print(_matrix_table(watch(cells, runs_dir)))
+    logs = f"Airflow's log: {log}; the lab's logs: {LabConfig().state_dir / 'logs'}/"
     if not index.is_file():
-        typer.echo(f"error: the matrix left no report (airflow exited {done.returncode})", err=True)
-        raise typer.Exit(code=1)
+        raise fail(
+            f"the matrix left no report (airflow exited {returncode}). "
+            + ("" if verbose else f"Last lines of {log}:\n{_tail(log)}\n")
+            + logs
+        )
     summary = read_summary(index)
-    typer.echo(f"\n{summary['conforming']} of {summary['cells']} cells conform. Report: {index}")
+    console.print(f"{summary['conforming']} of {summary['cells']} cells conform. Report: {index}")
+    if not verbose:
+        console.print(logs, highlight=False)
     if not summary["conforms"]:
         raise typer.Exit(code=2)
+
+
+POLL_S = 1.0
+
+
+def _run_watching(
+    argv: list[str], env: dict[str, str], log: Path, cells: list[Cell], runs_dir: Path
+) -> int:
+    """Run Airflow with its output in ``log``, showing the cells' phases meanwhile: a live
+    table on a terminal, one line per finished cell elsewhere."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        child = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+        if console.is_terminal:
+            with Live(_matrix_table(watch(cells, runs_dir)), console=console) as live:
+                while child.poll() is None:
+                    time.sleep(POLL_S)
+                    live.update(_matrix_table(watch(cells, runs_dir)))
+            return child.returncode
+        finished: set[str] = set()
+        while child.poll() is None:
+            time.sleep(POLL_S)
+            for cell in watch(cells, runs_dir):
+                if cell.phase.done and cell.name not in finished:
+                    finished.add(cell.name)
+                    console.print(
+                        f"  {cell.name}: {cell.phase} ({cell.records} records, "
+                        f"{cell.elapsed_s:.0f} s)",
+                        highlight=False,
+                    )
+        return child.returncode
+
+
+def _matrix_table(progress: list[CellProgress]) -> Table:
+    table = Table(title="conformance matrix")
+    identifier_column(table, "cell", [p.name for p in progress])
+    for column in ("phase", "records", "elapsed"):
+        table.add_column(column, justify="right" if column != "phase" else "left")
+    table.add_column("mismatches")
+    colours = {Phase.CONFORMS: "green", Phase.DOES_NOT_CONFORM: "bold red"}
+    for cell in progress:
+        colour = colours.get(cell.phase, "yellow")
+        table.add_row(
+            cell.name,
+            f"[{colour}]{cell.phase}[/]",
+            str(cell.records) if cell.phase is not Phase.WAITING else "",
+            f"{cell.elapsed_s:.0f} s" if cell.phase is not Phase.WAITING else "",
+            "; ".join(cell.mismatches),
+        )
+    return table
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 @app.command("env")

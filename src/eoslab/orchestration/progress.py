@@ -1,0 +1,95 @@
+"""Where a matrix run is, read from its run directories: the cells' phases as they pass.
+
+A cell has no run directory while it waits for the lab; its run.json appears when its
+workload starts (``running``), gets ``ended_ms`` when the workload and the nemesis are done
+(``checking``), and its verdict.json when the checker is done (``conforms`` or ``does not
+conform``). Records are the history's rows so far, read from the Parquet footers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from eoslab.clock import now_ms
+from eoslab.orchestration.matrix import Cell
+from eoslab.rundir import RunDir, RunInfo, cell_name
+
+
+class Phase(StrEnum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    CHECKING = "checking"
+    CONFORMS = "conforms"
+    DOES_NOT_CONFORM = "does not conform"
+
+    @property
+    def done(self) -> bool:
+        return self in (Phase.CONFORMS, Phase.DOES_NOT_CONFORM)
+
+
+@dataclass(frozen=True)
+class CellProgress:
+    name: str
+    """The cell as reports name it: ``scenario[.mode]/target``."""
+    phase: Phase
+    records: int = 0
+    elapsed_s: float = 0.0
+    mismatches: tuple[str, ...] = ()
+    run_dir: Path | None = None
+
+
+def label(cell: Cell) -> str:
+    return f"{cell_name(cell.scenario, cell.mode)}/{cell.target}"
+
+
+def _records(run: RunDir) -> int:
+    """History rows written so far (a file being written is counted once it is complete)."""
+    total = 0
+    for part in run.history_dir.glob("*.parquet"):
+        try:
+            total += pq.read_metadata(part).num_rows
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _progress(name: str, run: RunDir, info: RunInfo) -> CellProgress:
+    if run.verdict_json.is_file():
+        verdict = run.read_verdict()
+        return CellProgress(
+            name,
+            Phase.CONFORMS if verdict.conforms else Phase.DOES_NOT_CONFORM,
+            _records(run),
+            (verdict.checked_ms - info.started_ms) / 1000,
+            tuple(
+                f"{m.name}: expected {m.expected}, observed {m.observed}"
+                for m in verdict.mismatches
+            ),
+            run.path,
+        )
+    phase = Phase.RUNNING if info.ended_ms is None else Phase.CHECKING
+    return CellProgress(
+        name, phase, _records(run), (now_ms() - info.started_ms) / 1000, run_dir=run.path
+    )
+
+
+def watch(cells: Iterable[Cell], runs_dir: Path) -> list[CellProgress]:
+    """Every cell's progress, in the order given; a run directory being written or rewritten
+    this instant reads as its previous phase."""
+    found: dict[str, CellProgress] = {}
+    for run_json in sorted(runs_dir.glob("*/run.json")):
+        run = RunDir(run_json.parent)
+        try:
+            info = run.read_info()
+            mode = info.consumption.mode if info.consumption else None
+            name = f"{cell_name(info.scenario, mode)}/{info.target}"
+            found[name] = _progress(name, run, info)
+        except (OSError, ValueError, ValidationError):
+            continue
+    return [found.get(label(cell), CellProgress(label(cell), Phase.WAITING)) for cell in cells]

@@ -49,7 +49,8 @@ ServiceArgument = Annotated[
 
 @lab_app.command()
 def up(runtime: RuntimeOption = "local") -> None:
-    """Start ZooKeeper, three Kafka brokers, the chaos proxy, the reference broker and Airflow."""
+    """Start ZooKeeper, three Kafka brokers, the chaos proxy, the reference broker, the
+    consumers' PostgreSQL, the warm Spark and Airflow."""
     lab = get_runtime(runtime)
     try:
         status = lab.up()

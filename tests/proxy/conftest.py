@@ -90,6 +90,7 @@ def proxied_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxiedK
         brokers=1,
         with_refbroker=False,
         with_postgres=False,
+        with_spark_connect=False,
         direct_listener=True,
         with_airflow=False,
     )

@@ -35,6 +35,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         brokers=0,
         with_refbroker=False,
         with_postgres=False,
+        with_spark_connect=False,
         with_airflow=False,
     )
     lab = LocalRuntime(config)

@@ -14,7 +14,8 @@ import pytest
 
 from eoslab.runtime.postgres import PostgresError, PostgresServer, binaries
 
-PORT = 5433 + int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000"))
+# beside the session lab's own PostgreSQL (5433 + the offset) and the sink fixture's (5432 + it)
+PORT = 5433 + int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000")) + 4300
 
 
 @pytest.fixture

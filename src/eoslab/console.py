@@ -22,8 +22,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable outpu
 
 
 def fail(problem: Exception | str, code: int = 1) -> typer.Exit:
-    """Print ``error: <problem>`` on stderr; the exit to raise."""
-    errors.print(f"[bold red]error:[/] {problem}", highlight=False)
+    """Print ``error: <problem>`` on stderr, the problem as it is (a log line's brackets are
+    no markup, a path is not wrapped); the exit to raise."""
+    errors.print("[bold red]error:[/]", end=" ")
+    errors.print(str(problem), markup=False, highlight=False, soft_wrap=True)
     return typer.Exit(code=code)
 
 

@@ -83,6 +83,7 @@ def test_nightly_dag_reports_the_negative_control_as_conforming_because_found(
         timeout=DAG_RUN_TIMEOUT_S,
         check=False,
     )
+    dag_runner.logs.mkdir(parents=True, exist_ok=True)
     (dag_runner.logs / "nightly.log").write_text(done.stdout + done.stderr)
     assert done.returncode == 0, tail(done)
     shown = done.stdout.splitlines()

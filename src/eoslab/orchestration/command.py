@@ -100,9 +100,12 @@ def matrix(
             + logs
         )
     summary = read_summary(index)
-    console.print(f"{summary['conforming']} of {summary['cells']} cells conform. Report: {index}")
+    console.print(
+        f"{summary['conforming']} of {summary['cells']} cells conform. Report: {index}",
+        soft_wrap=True,  # a path stays on one line, whatever the width
+    )
     if not verbose:
-        console.print(logs, highlight=False)
+        console.print(logs, highlight=False, soft_wrap=True)
     if not summary["conforms"]:
         raise typer.Exit(code=2)
 

@@ -28,6 +28,10 @@ DRIVER_MEMORY = "4g"
 APP_NAME = "eoslab-verify"
 CONNECT_APP_NAME = "eoslab-spark-connect"
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+CONNECT_MODE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
+"""How pyspark marks a process as a Spark Connect client (set by the first Connect session, and
+read by every ``pyspark.sql.functions`` call): one process is a client or drives a JVM, never
+both, and a child must not inherit the mark by accident."""
 
 SQL_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from eoslab.rundir import FOREIGN, ConsumptionInfo, RunDir, Verdict, VerdictLinks
+from eoslab.rundir import FOREIGN, ConsumptionInfo, RunDir, RunInfo, Verdict, VerdictLinks
 from eoslab.verify import anomalies, consumer_anomalies, metrics, suites
 from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offsets
 from eoslab.verify.consumption import jdbc_sink, read_commits, read_effects, read_processed
@@ -94,21 +94,28 @@ def verify_run(
     Spark: ``spark`` if given, else a session on ``master`` (a JVM of its own), else a Spark
     Connect session on ``remote`` or the default one (:func:`default_remote`: the lab's warm
     Spark), closed when the check ends, else a local JVM."""
+    run = RunDir(run_dir)
+    info = run.read_info()
+    # a run directory or expectation the checker cannot use fails before any Spark starts
+    expected = expected_checks(info.expected, consumed=info.consumption is not None)
     if spark is not None:
-        return _verify(run_dir, spark, bootstrap)
+        return _verify(run, info, expected, spark, bootstrap)
     if master is None and (remote := remote or default_remote()):
         session = build_session(remote=remote)
         try:
-            return _verify(run_dir, session, bootstrap)
+            return _verify(run, info, expected, session, bootstrap)
         finally:
             session.stop()
-    return _verify(run_dir, build_session(master), bootstrap)
+    return _verify(run, info, expected, build_session(master), bootstrap)
 
 
-def _verify(run_dir: Path, spark: SparkSession, bootstrap: str | None) -> Verdict:
-    run = RunDir(run_dir)
-    info = run.read_info()
-    expected = expected_checks(info.expected, consumed=info.consumption is not None)
+def _verify(
+    run: RunDir,
+    info: RunInfo,
+    expected: dict[str, str],
+    spark: SparkSession,
+    bootstrap: str | None,
+) -> Verdict:
     shutil.rmtree(run.checker_dir, ignore_errors=True)
     run.anomalies_dir.mkdir(parents=True)
 

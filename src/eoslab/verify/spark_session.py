@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from eoslab.runtime.health import port_open
 from eoslab.runtime.spark import (
     APP_NAME,
+    CONNECT_MODE_VARIABLES,
     DEFAULT_MASTER,
     DRIVER_MEMORY,
     SESSION_CONF,
@@ -52,6 +53,11 @@ def build_session(master: str | None = None, remote: str | None = None) -> Spark
         for key, value in SQL_CONF.items():
             builder = builder.config(key, value)
         return builder.create()
+    if any(variable in os.environ for variable in CONNECT_MODE_VARIABLES):
+        raise RuntimeError(
+            "this process is a Spark Connect client already (pyspark allows no JVM of its own "
+            f"beside it); name the server with remote=, or clear {CONNECT_MODE_VARIABLES}"
+        )
     os.environ.setdefault("SPARK_LOCAL_IP", HOST)  # read when the JVM starts
     builder = SparkSession.builder.appName(APP_NAME)
     if master or not under_spark_submit():

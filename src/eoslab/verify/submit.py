@@ -17,6 +17,7 @@ from typing import Any
 
 from eoslab.runtime.spark import (
     APP_NAME,
+    CONNECT_MODE_VARIABLES,
     DEFAULT_MASTER,
     DRIVER_MEMORY,
     SESSION_CONF,
@@ -57,8 +58,11 @@ class SparkJob:
         )
 
     def environment(self) -> dict[str, str]:
-        """The environment for :meth:`command`: this pyspark, this Python, loopback."""
-        return {**os.environ, **spark_environment(), **self.env}
+        """The environment for :meth:`command`: this pyspark, this Python, loopback; not the
+        Spark Connect mode pyspark marks a process with once it opened a Connect session (the
+        job's PySpark would then look for a server instead of driving its JVM)."""
+        inherited = {k: v for k, v in os.environ.items() if k not in CONNECT_MODE_VARIABLES}
+        return {**inherited, **spark_environment(), **self.env}
 
 
 def checker_job(run_dir: Any, bootstrap: str | None = None) -> SparkJob:

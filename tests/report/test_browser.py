@@ -8,9 +8,8 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
-from synthetic_runs import make_run
-
 from eoslab.report.render import write_nightly_report
+from synthetic_runs import make_run
 
 CHROMIUM_FLAGS = [
     "--headless",

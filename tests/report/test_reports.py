@@ -6,13 +6,13 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from synthetic_runs import START_MS, make_run
 from typer.testing import CliRunner
 
 from eoslab.report.command import app
 from eoslab.report.outcome import Status, latest_per_cell, load_outcome
 from eoslab.report.plots import fault_windows, run_figure_svg
 from eoslab.report.render import write_nightly_report, write_run_report
+from synthetic_runs import START_MS, make_run
 
 NEGATIVE_CONTROL = {"duplicate": ">0"}
 

@@ -11,7 +11,7 @@ from planted_runs import PlantedRun, located
 from pyspark.sql import SparkSession
 
 from eoslab.rundir import Outcome, RunDir
-from eoslab.verify import naive
+from eoslab.verify import naive, spark_session
 from eoslab.verify.checker import verify_run
 
 PLANTED_EXPECTED = {
@@ -114,6 +114,25 @@ def test_each_planted_anomaly_is_found_exactly_where_it_was_planted(
     assert head.startswith("hel")
     assert head.endswith("lo")
     assert "\ufffd" in head
+
+
+def test_the_settings_for_large_runs_find_the_same_anomalies(
+    spark: SparkSession,
+    planted: tuple[RunDir, dict[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A small run is checked with 2 partitions and neither adaptive execution nor code
+    generation; the settings for millions of records must find the very same rows."""
+    run, _ = planted
+    tables = [name for name in PLANTED_EXPECTED if name != "errors"]
+    small = {name: located(run, name, "partition", "offset") for name in tables}
+    assert all(small.values())
+    monkeypatch.setattr(spark_session, "SMALL_RUN_RECORDS", 0)
+
+    verify_run(run.path, spark=spark)
+
+    assert {name: located(run, name, "partition", "offset") for name in small} == small
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"  # the session's own, back
 
 
 def test_planted_counts_metrics_and_verdict(planted: tuple[RunDir, dict[str, str]]) -> None:

@@ -30,7 +30,7 @@ from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offse
 from eoslab.verify.consumption import jdbc_sink, read_commits, read_effects, read_processed
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
-from eoslab.verify.spark_session import build_session, default_remote
+from eoslab.verify.spark_session import build_session, default_remote, run_settings
 from eoslab.verify.topic_reader import classify, read_raw
 from eoslab.verify.verdict import MAX_EXAMPLES, build_verdict, expected_checks, judge
 
@@ -109,7 +109,23 @@ def verify_run(
     return _verify(run, info, expected, build_session(master), bootstrap)
 
 
+def _sends(run: RunDir) -> int:
+    """The history's rows, from the Parquet footers: the run's size before Spark reads it."""
+    return sum(pq.read_metadata(part).num_rows for part in run.history_dir.glob("*.parquet"))
+
+
 def _verify(
+    run: RunDir,
+    info: RunInfo,
+    expected: dict[str, str],
+    spark: SparkSession,
+    bootstrap: str | None,
+) -> Verdict:
+    with run_settings(spark, _sends(run)):
+        return _check(run, info, expected, spark, bootstrap)
+
+
+def _check(
     run: RunDir,
     info: RunInfo,
     expected: dict[str, str],
@@ -118,7 +134,6 @@ def _verify(
 ) -> Verdict:
     shutil.rmtree(run.checker_dir, ignore_errors=True)
     run.anomalies_dir.mkdir(parents=True)
-
     cached: list[DataFrame] = []
 
     def cache(frame: DataFrame) -> DataFrame:

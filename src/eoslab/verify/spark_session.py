@@ -9,6 +9,8 @@ when it is up, else a local JVM.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
@@ -19,6 +21,8 @@ from eoslab.runtime.spark import (
     DEFAULT_MASTER,
     DRIVER_MEMORY,
     SESSION_CONF,
+    SMALL_RUN_CONF,
+    SMALL_RUN_RECORDS,
     SQL_CONF,
     checker_jars,
 )
@@ -68,3 +72,21 @@ def build_session(master: str | None = None, remote: str | None = None) -> Spark
     for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+@contextmanager
+def run_settings(spark: SparkSession, records: int) -> Iterator[None]:
+    """The session's settings for checking a run of ``records`` sends (small runs get
+    :data:`SMALL_RUN_CONF`), put back afterwards: a session may check many runs."""
+    settings = SMALL_RUN_CONF if records <= SMALL_RUN_RECORDS else {}
+    before: dict[str, str | None] = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)

@@ -90,10 +90,10 @@ def main() -> None:
         lab.up()
         try:
             results["produce_throughput"] = produce_throughput.run(lab, args.records, args.repeats)
-            results["warm_check"] = warm_check.run(lab)
             scales = [int(n) for n in args.checker_scales.split(",") if n]
-            if scales:
+            if scales:  # in a JVM of this process, so before it becomes a Spark Connect client
                 results["checker"] = checker.run(scales, bootstrap=lab.config.bootstrap_servers)
+            results["warm_check"] = warm_check.run(lab)
         finally:
             lab.down()
     if not args.skip_make_lab:

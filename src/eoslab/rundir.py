@@ -90,6 +90,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from eoslab.settings import runs_root
@@ -327,6 +328,17 @@ class RunDir:
     @property
     def history_dir(self) -> Path:
         return self.path / "history"
+
+    def history_rows(self) -> int:
+        """The history's rows so far, from the Parquet footers (no data read); a file still
+        being written counts once it is complete."""
+        total = 0
+        for part in self.history_dir.glob("*.parquet"):
+            try:
+                total += pq.read_metadata(part).num_rows
+            except (OSError, ValueError):
+                continue
+        return total
 
     @property
     def stats_jsonl(self) -> Path:

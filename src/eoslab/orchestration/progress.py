@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from eoslab.clock import now_ms
@@ -48,24 +47,13 @@ def label(cell: Cell) -> str:
     return f"{cell_name(cell.scenario, cell.mode)}/{cell.target}"
 
 
-def _records(run: RunDir) -> int:
-    """History rows written so far (a file being written is counted once it is complete)."""
-    total = 0
-    for part in run.history_dir.glob("*.parquet"):
-        try:
-            total += pq.read_metadata(part).num_rows
-        except (OSError, ValueError):
-            continue
-    return total
-
-
 def _progress(name: str, run: RunDir, info: RunInfo) -> CellProgress:
     if run.verdict_json.is_file():
         verdict = run.read_verdict()
         return CellProgress(
             name,
             Phase.CONFORMS if verdict.conforms else Phase.DOES_NOT_CONFORM,
-            _records(run),
+            run.history_rows(),
             (verdict.checked_ms - info.started_ms) / 1000,
             tuple(
                 f"{m.name}: expected {m.expected}, observed {m.observed}"
@@ -75,7 +63,7 @@ def _progress(name: str, run: RunDir, info: RunInfo) -> CellProgress:
         )
     phase = Phase.RUNNING if info.ended_ms is None else Phase.CHECKING
     return CellProgress(
-        name, phase, _records(run), (now_ms() - info.started_ms) / 1000, run_dir=run.path
+        name, phase, run.history_rows(), (now_ms() - info.started_ms) / 1000, run_dir=run.path
     )
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -98,31 +99,26 @@ def verify_run(
     info = run.read_info()
     # a run directory or expectation the checker cannot use fails before any Spark starts
     expected = expected_checks(info.expected, consumed=info.consumption is not None)
+    with _session(spark, master, remote) as session, run_settings(session, run.history_rows()):
+        return _check(run, info, expected, session, bootstrap)
+
+
+@contextmanager
+def _session(
+    spark: SparkSession | None, master: str | None, remote: str | None
+) -> Iterator[SparkSession]:
+    """``spark`` if given; else a Spark Connect session (``remote``, or the default one),
+    stopped afterwards; else a JVM session on ``master``."""
     if spark is not None:
-        return _verify(run, info, expected, spark, bootstrap)
-    if master is None and (remote := remote or default_remote()):
+        yield spark
+    elif master is None and (remote := remote or default_remote()):
         session = build_session(remote=remote)
         try:
-            return _verify(run, info, expected, session, bootstrap)
+            yield session
         finally:
             session.stop()
-    return _verify(run, info, expected, build_session(master), bootstrap)
-
-
-def _sends(run: RunDir) -> int:
-    """The history's rows, from the Parquet footers: the run's size before Spark reads it."""
-    return sum(pq.read_metadata(part).num_rows for part in run.history_dir.glob("*.parquet"))
-
-
-def _verify(
-    run: RunDir,
-    info: RunInfo,
-    expected: dict[str, str],
-    spark: SparkSession,
-    bootstrap: str | None,
-) -> Verdict:
-    with run_settings(spark, _sends(run)):
-        return _check(run, info, expected, spark, bootstrap)
+    else:
+        yield build_session(master)
 
 
 def _check(

@@ -75,10 +75,13 @@ class FakeConsumers:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
         self.members = 2
+        self.effects_after_arming = True
+        """False: an armed consumer applies no effect before it ends (the crash misses)."""
 
     def crash_after_next_effect(self, consumer: int) -> tuple[ConsumerSessionInfo, bool]:
         self.calls.append(("crash", consumer))
-        return ConsumerSessionInfo(session_id="c1", consumer=consumer, started_ms=0), True
+        crashed = ConsumerSessionInfo(session_id="c1", consumer=consumer, started_ms=0)
+        return crashed, self.effects_after_arming
 
     def restart(self, consumer: int) -> ConsumerSessionInfo:
         self.calls.append(("restart", consumer))

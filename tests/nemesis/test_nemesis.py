@@ -223,6 +223,18 @@ def test_consumer_steps_crash_freeze_and_churn_the_group(tmp_path: Path) -> None
     assert ("consumer-join", "consumer-2", "end") in lab.logged()
 
 
+def test_a_consumer_crash_that_misses_its_point_is_a_failed_step(tmp_path: Path) -> None:
+    """A consumer with nothing left to process cannot die between an effect and its commit:
+    the step fails (the run reports it) instead of passing for the fault it did not inject."""
+    lab = Lab(tmp_path, "kafka")
+    lab.consumers.effects_after_arming = False
+    (crash,) = lab.steps("kafka", {"kind": "consumer-crash", "at": 0, "consumer": 0})
+    lab.nemesis.start(crash)
+    assert lab.consumers.calls == [("crash", 0), ("restart", 0)]
+    (error,) = lab.nemesis.errors
+    assert "consumer-0 was not killed between an effect and its commit" in error
+
+
 def test_consumer_steps_need_a_consumer_workload() -> None:
     with pytest.raises(ScenarioError, match="consumer workload"):
         parse_scenario(

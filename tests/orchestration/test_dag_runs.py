@@ -54,6 +54,8 @@ def test_scenario_dag_finds_the_consumer_crash_doubling_effects_in_commit_after(
     assert done.returncode == 0, tail(done)
 
     run_dir = only_run(dag_runner.runs, "consumer-crash-before-commit.commit-after", "kafka")
+    crash = json.loads((run_dir / "faults.jsonl").read_text().splitlines()[0])
+    assert crash["detail"]["between_effect_and_commit"] is True, crash
     verdict = json.loads((run_dir / "checker" / "verdict.json").read_text())
     assert verdict["conforms"] is True, verdict["mismatches"]
     observed = {c["name"]: c["observed"] for c in verdict["checks"]}

@@ -302,7 +302,8 @@ def test_two_consumers_split_the_partitions(
 ) -> None:
     run_id, topic = fresh_topic
     workload = consumers(run_id, topic, consumers=2, mode="commit-after")
-    assert wait_until(lambda: split(workload, [0, 1]), WAIT_S)
+    assert workload.wait_settled(WAIT_S)
+    assert split(workload, [0, 1])
     messages = produce(
         lab.config.bootstrap_servers, RunDir(tmp_path / "producers").create(), run_id, topic
     )
@@ -335,7 +336,8 @@ def test_a_consumer_paused_past_the_session_timeout_is_fenced_as_a_zombie(
         commit_every=frozen_at,
         freeze_after_effects={0: frozen_at},
     )
-    assert wait_until(lambda: split(workload, [0, 1]), WAIT_S)
+    assert workload.wait_settled(WAIT_S)
+    assert split(workload, [0, 1])
     messages = produce(
         lab.config.bootstrap_servers, RunDir(tmp_path / "producers").create(), run_id, topic
     )

@@ -37,7 +37,7 @@ from eoslab.runtime.postgres import LAB_SINK, lab_sink
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.schema import Scenario
 from eoslab.settings import BasePort
-from eoslab.workload.consumer_workload import ConsumerWorkload
+from eoslab.workload.consumer_workload import SETTLE_TIMEOUT_S, ConsumerWorkload
 from eoslab.workload.supervisor import Workload
 
 # On a cluster the lab does not run, only what needs no runtime, proxy or refbroker API.
@@ -233,6 +233,11 @@ def _play(
     try:
         if consumers is not None:
             consumers.start()
+            if not consumers.wait_settled():
+                problems.append(
+                    f"the consumer group did not form within {SETTLE_TIMEOUT_S:g} s: "
+                    "the records were produced to an incomplete group"
+                )
         workload.start()
         timeline.start()
         _wait(

@@ -31,6 +31,8 @@ STOP_GRACE_S = 15.0
 OFFSETS_TIMEOUT_S = 10.0
 ARM_TIMEOUT_S = 60.0
 """How long an armed crash or freeze point may wait for the consumer's next effect."""
+SETTLE_TIMEOUT_S = 60.0
+"""How long a run waits for its consumers to form the group before producing anyway."""
 
 
 class ConsumerWorkloadError(RuntimeError):
@@ -80,6 +82,26 @@ class ConsumerWorkload:
                 crash_after_effects=self.spec.crash_after_effects.get(consumer),
                 freeze_after_effects=self.spec.freeze_after_effects.get(consumer),
             )
+
+    def wait_settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> bool:
+        """Until the group has formed (True) or the timeout (False): every running session
+        reports the same generation, their assignments cover every partition, and as many of
+        them as can have partitions do. A run produces after this, so that its timeline meets
+        every consumer consuming: librdkafka members join seconds apart, and one that joins
+        after the last record was processed never applies an effect to crash after."""
+        return bool(wait_until(self.settled, timeout_s, interval_s=0.1))
+
+    def settled(self) -> bool:
+        running = [s.process.progress for s in self._sessions.all() if s.process.running]
+        if not running:
+            return False
+        assignments = [set(p.get("assignment") or ()) for p in running]
+        generations = {p.get("generation") for p in running}
+        return (
+            len(generations) == 1
+            and set().union(*assignments) == set(range(self.partitions))
+            and sum(1 for a in assignments if a) == min(len(running), self.partitions)
+        )
 
     def crash(self, consumer: int) -> ConsumerSessionInfo:
         """kill -9 the consumer's running session; returns once its ledger is sealed."""

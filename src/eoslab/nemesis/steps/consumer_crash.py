@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from eoslab.nemesis.timeline import ResolvedStep
 
 
+class ConsumerCrashMissedError(RuntimeError):
+    """The crash did not land where seed 004 puts it; the run's verdict would not test it."""
+
+
 class ConsumerCrashStep(ConsumerStep):
     kind: Literal["consumer-crash"]
 
@@ -28,6 +32,11 @@ class ConsumerCrashStep(ConsumerStep):
         )
         if phase == "instant":
             self._restart(ctx, step, phase)
+        if not between:
+            raise ConsumerCrashMissedError(
+                f"{self.who} was not killed between an effect and its commit: it applied no "
+                "effect after the crash was armed (it ended or was killed from outside)"
+            )
 
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:
         self._restart(ctx, step, "end")

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from typing import Annotated
 
+import psutil
 import typer
 from rich.table import Table
 
@@ -23,6 +28,9 @@ from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.status import ClusterView, LabStatus
 from eoslab.scenarios import command as scenarios_command
 from eoslab.verify import command as verify_command
+
+WARMUP_MODULE = "eoslab.verify.warmup"
+"""Run as a module, not imported: the CLI starts without pyspark."""
 
 app = typer.Typer(
     help="eoslab: a conformance lab for Kafka's idempotent producer.", no_args_is_help=True
@@ -56,7 +64,9 @@ def up(runtime: RuntimeOption = "local") -> None:
         status = lab.up()
     except (LabError, KeyError) as error:
         raise fail(error) from error
-    _print_status(status)
+    _print_status(status, partitions=False)
+    if isinstance(lab, LocalRuntime) and lab.config.with_spark_connect:
+        _warm_up_spark(lab)
     if isinstance(lab, LocalRuntime) and lab.config.with_airflow:
         console.print(lab.airflow().login_banner())
     console.print(
@@ -70,6 +80,38 @@ def up(runtime: RuntimeOption = "local") -> None:
     )
 
 
+def _warm_up_spark(lab: LocalRuntime) -> None:
+    """One check in the background (:mod:`eoslab.verify.warmup`, bounded), so that the warm
+    Spark is warm by the first real check; ``lab down`` stops it if it is still running."""
+    log = lab.log_path("spark-warmup")
+    with log.open("w") as out:
+        warm_up = subprocess.Popen(
+            [sys.executable, "-m", WARMUP_MODULE],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    _warmup_pid_file(lab).write_text(str(warm_up.pid))
+    console.print(f"The warm Spark is warming up in the background (log: {log}).", soft_wrap=True)
+
+
+def _stop_warm_up(lab: LocalRuntime) -> None:
+    pid_file = _warmup_pid_file(lab)
+    if not pid_file.is_file():
+        return
+    with contextlib.suppress(psutil.Error, ValueError):
+        process = psutil.Process(int(pid_file.read_text()))
+        if WARMUP_MODULE in process.cmdline():
+            process.kill()
+            psutil.wait_procs([process], timeout=10)
+    pid_file.unlink()
+
+
+def _warmup_pid_file(lab: LocalRuntime) -> Path:
+    return lab.config.state_dir / "spark-warmup.pid"
+
+
 @lab_app.command()
 def down(
     purge: Annotated[
@@ -78,8 +120,11 @@ def down(
     runtime: RuntimeOption = "local",
 ) -> None:
     """Stop every service of the lab; nothing keeps running."""
+    lab = get_runtime(runtime)
+    if isinstance(lab, LocalRuntime):
+        _stop_warm_up(lab)
     try:
-        get_runtime(runtime).down(purge=purge)
+        lab.down(purge=purge)
     except LabError as error:
         raise fail(error) from error
     console.print("The lab is down." + (" Its state is wiped." if purge else ""))
@@ -172,7 +217,9 @@ _verb("resume", "SIGCONT a paused service.")
 _verb("restart", "Stop a service cleanly and start it again with the same data.")
 
 
-def _print_status(status: LabStatus) -> None:
+def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
+    """The services, then each cluster: with every topic partition, or (``partitions`` False,
+    as ``lab up`` prints it) their count, so that the output does not grow with every run."""
     table = Table(title=f"eoslab lab ({status.runtime}, {status.state_dir})")
     identifier_column(table, "service", [s.name for s in status.services])
     for column in ("state", "health", "pid", "ports", "log"):
@@ -186,17 +233,19 @@ def _print_status(status: LabStatus) -> None:
     console.print(table)
     for title, view in (("Kafka", status.kafka), ("reference broker", status.refbroker)):
         if view is not None:
-            _print_cluster(title, view)
+            _print_cluster(title, view, partitions)
 
 
-def _print_cluster(title: str, view: ClusterView) -> None:
+def _print_cluster(title: str, view: ClusterView, partitions: bool) -> None:
     if not view.reachable:
         console.print(f"{title} at {view.bootstrap}: [red]unreachable[/]")
         return
+    topics = len({p.topic for p in view.partitions})
     console.print(
         f"{title} at {view.bootstrap}: brokers {view.brokers}, controller {view.controller}"
+        + ("" if partitions else f", {topics} topics (`eoslab lab status` lists them)")
     )
-    if view.partitions:
+    if partitions and view.partitions:
         table = Table(show_header=True)
         for column in ("topic", "partition", "leader", "replicas", "isr"):
             table.add_column(column)

@@ -45,11 +45,17 @@ def ours(lab_dir: str) -> list[psutil.Process]:
 
 
 def test_up_status_down_leaves_nothing_behind(lab_env: dict[str, str]) -> None:
+    """Down right after up: the warm Spark's warm-up, still running, is stopped too."""
     offset = int(lab_env["EOSLAB_PORT_OFFSET"])
+    lab_dir = Path(lab_env["EOSLAB_LAB_DIR"])
     up = run(lab_env, "lab", "up")
     try:
         assert up.returncode == 0, up.stderr + up.stdout
         assert f"127.0.0.1:{9091 + offset}" in up.stdout
+        assert "warming up in the background" in up.stdout
+        assert "topics (`eoslab lab status` lists them)" in up.stdout
+        warm_up = psutil.Process(int((lab_dir / "spark-warmup.pid").read_text()))
+        assert "eoslab.verify.warmup" in warm_up.cmdline()
 
         status = run(lab_env, "lab", "status", "--json")
         assert status.returncode == 0, status.stderr
@@ -80,6 +86,8 @@ def test_up_status_down_leaves_nothing_behind(lab_env: dict[str, str]) -> None:
         down = run(lab_env, "lab", "down")
     assert down.returncode == 0, down.stderr
     assert ours(lab_env["EOSLAB_LAB_DIR"]) == []
+    assert not warm_up.is_running()
+    assert not (lab_dir / "spark-warmup.pid").exists()
     assert all(
         port_free(port + offset)
         for port in (2181, 9091, 9092, 9093, 29091, 19091, 9192, 8474, 5433, 15002)

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eoslab.bench.checker import generate
 from eoslab.runtime.local import LocalRuntime
 from eoslab.verify.checker import verify_run
 from eoslab.verify.submit import checker_job
+from eoslab.workload.synthetic import delete_topic, generate
 
 RECORDS = 3_000
 WARM_REPEATS = 3
@@ -44,6 +44,7 @@ def run(lab: LocalRuntime, records: int = RECORDS) -> dict[str, Any]:
             started = time.perf_counter()
             verdict = verify_run(run_dir.path, remote=remote)
             warm.append(time.perf_counter() - started)
+        delete_topic(lab.config.bootstrap_servers, run_dir.read_info().topic)
         if not verdict.conforms:
             raise RuntimeError(f"the warm check finds a clean run not conforming: {verdict}")
     warm_s = statistics.median(warm)

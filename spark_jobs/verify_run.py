@@ -27,7 +27,7 @@ def main() -> int:
     )
     print(f"{verdict.run_id}: {'conforms' if verdict.conforms else 'does not conform'}")
     for mismatch in verdict.mismatches:
-        print(f"  {mismatch.name}: expected {mismatch.expected}, observed {mismatch.observed}")
+        print(f"  {mismatch.summary}")
     return 0 if verdict.conforms else 1
 
 

@@ -3,6 +3,7 @@ console, the error line, `--json` and `--runtime`."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -35,3 +36,16 @@ def identifier_column(table: Table, header: str, values: list[str]) -> None:
     table.add_column(
         header, no_wrap=True, min_width=max((len(v) for v in (header, *values)), default=1)
     )
+
+
+def log_tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a log (reading only its end), for a message that says where
+    to look; a note instead when there is no log."""
+    try:
+        with path.open("rb") as log:
+            log.seek(0, 2)
+            log.seek(max(0, log.tell() - 200 * lines))
+            text = log.read().decode("utf-8", errors="replace")
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(text.splitlines()[-lines:])

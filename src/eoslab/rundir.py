@@ -242,6 +242,11 @@ class Check(BaseModel):
     conforms: bool
     examples: list[dict[str, Any]] = Field(default_factory=list)
 
+    @property
+    def summary(self) -> str:
+        """The check in one line, as every report and log prints it."""
+        return f"{self.name}: expected {self.expected}, observed {self.observed}"
+
 
 class ExpectationOutcome(BaseModel):
     """One GX expectation's result, and whether it agrees with the anomaly tables it stands

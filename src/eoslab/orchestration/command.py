@@ -22,7 +22,7 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from eoslab.console import console, fail, identifier_column
+from eoslab.console import console, fail, identifier_column, log_tail
 from eoslab.orchestration.matrix import MATRICES, Cell, MatrixError, plan
 from eoslab.orchestration.progress import CellProgress, Phase, watch
 from eoslab.report.render import read_summary
@@ -78,7 +78,8 @@ def matrix(
     home = _home()
     logical = datetime.now(UTC).replace(microsecond=0)
     night = logical.strftime("%Y%m%dT%H%M%S")
-    log = LabConfig().state_dir / "logs" / f"matrix-{night}.log"
+    lab_logs = LabConfig().state_dir / "logs"
+    log = lab_logs / f"matrix-{night}.log"
     argv = [
         str(venv_bin() / "airflow"),
         *("dags", "test", "eos_nightly", logical.isoformat(), "-c", json.dumps(request)),
@@ -92,11 +93,11 @@ def matrix(
         returncode = _run_watching(argv, env, log, cells, runs_dir)
     index = reports_root() / "nightly" / night / "index.html"
     console.print(_matrix_table(watch(cells, runs_dir)))
-    logs = f"Airflow's log: {log}; the lab's logs: {LabConfig().state_dir / 'logs'}/"
+    logs = f"Airflow's log: {log}; the lab's logs: {lab_logs}/"
     if not index.is_file():
         raise fail(
             f"the matrix left no report (airflow exited {returncode}). "
-            + ("" if verbose else f"Last lines of {log}:\n{_tail(log)}\n")
+            + ("" if verbose else f"Last lines of {log}:\n{log_tail(log, 30)}\n")
             + logs
         )
     summary = read_summary(index)
@@ -158,13 +159,6 @@ def _matrix_table(progress: list[CellProgress]) -> Table:
             "; ".join(cell.mismatches),
         )
     return table
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 @app.command("env")

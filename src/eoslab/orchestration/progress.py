@@ -55,10 +55,7 @@ def _progress(name: str, run: RunDir, info: RunInfo) -> CellProgress:
             Phase.CONFORMS if verdict.conforms else Phase.DOES_NOT_CONFORM,
             run.history_rows(),
             (verdict.checked_ms - info.started_ms) / 1000,
-            tuple(
-                f"{m.name}: expected {m.expected}, observed {m.observed}"
-                for m in verdict.mismatches
-            ),
+            tuple(m.summary for m in verdict.mismatches),
             run.path,
         )
     phase = Phase.RUNNING if info.ended_ms is None else Phase.CHECKING

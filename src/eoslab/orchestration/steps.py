@@ -135,9 +135,7 @@ def check_run(run_dir: str, remote: str | None) -> dict[str, Any]:
     if not verdict.conforms:
         raise RunNotConformingError(
             f"{verdict.run_id} does not conform: "
-            + "; ".join(
-                f"{m.name} expected {m.expected}, observed {m.observed}" for m in verdict.mismatches
-            )
+            + "; ".join(m.summary for m in verdict.mismatches)
         )
     return {"run_id": verdict.run_id, "conforms": verdict.conforms}
 

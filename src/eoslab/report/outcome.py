@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from eoslab.rundir import CONSUMER_ANOMALIES, RunDir, cell_name
+from eoslab.rundir import CONSUMER_ANOMALIES, Check, RunDir, cell_name
 
 
 class Status(StrEnum):
@@ -69,10 +69,7 @@ class RunOutcome:
         """One line per mismatching check: what was expected, what was seen."""
         if self.status is Status.ERROR:
             return self.error or "no verdict"
-        return "; ".join(
-            f"{m['name']}: expected {m['expected']}, observed {m['observed']}"
-            for m in self.mismatches
-        )
+        return "; ".join(Check.model_validate(m).summary for m in self.mismatches)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "duration_s": self.duration_s}

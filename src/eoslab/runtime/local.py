@@ -17,6 +17,7 @@ from pathlib import Path
 
 from eoslab.admin import metadata_brokers
 from eoslab.clock import wait_until
+from eoslab.console import log_tail
 from eoslab.runtime import configs, health, processes
 from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.runtime.postgres import PostgresError, PostgresServer
@@ -354,10 +355,7 @@ class LocalRuntime:
 
     def logs(self, name: str, lines: int = 50) -> str:
         self.config.service(name)
-        path = self.log_path(name)
-        if not path.exists():
-            return f"(no log yet at {path})"
-        return "\n".join(_tail(path, lines))
+        return log_tail(self.log_path(name), lines)
 
     # ---------------------------------------------------------------- nemesis verbs
     def kill(self, name: str) -> None:
@@ -399,12 +397,3 @@ class LocalRuntime:
     def wait_healthy(self, names: Iterable[str], timeout_s: float) -> bool:
         services = [self.config.service(n) for n in names]
         return bool(wait_until(lambda: all(self._healthy(s) for s in services), timeout_s))
-
-
-def _tail(path: Path, lines: int) -> list[str]:
-    with path.open("rb") as log:
-        log.seek(0, 2)
-        size = log.tell()
-        log.seek(max(0, size - 200 * lines))
-        text = log.read().decode("utf-8", errors="replace")
-    return text.splitlines()[-lines:]

@@ -122,17 +122,29 @@ def test_the_settings_for_large_runs_find_the_same_anomalies(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A small run is checked with 2 partitions and neither adaptive execution nor code
-    generation; the settings for millions of records must find the very same rows."""
+    generation, and GX evaluates its queries as it does; the settings for millions of records,
+    and GX reading each query's result cached beforehand, must find the very same rows and
+    give the very same GX results."""
     run, _ = planted
+
+    def gx_results() -> list[tuple[str, str, bool, int | None]]:
+        gx = run.read_verdict().gx
+        return [(e.suite, e.check, e.success, e.unexpected) for e in gx.expectations]
+
     tables = [name for name in PLANTED_EXPECTED if name != "errors"]
     small = {name: located(run, name, "partition", "offset") for name in tables}
+    small_gx = gx_results()
     assert all(small.values())
+    assert not all(success for _, _, success, _ in small_gx)
     monkeypatch.setattr(spark_session, "SMALL_RUN_RECORDS", 0)
 
     verify_run(run.path, spark=spark)
 
     assert {name: located(run, name, "partition", "offset") for name in small} == small
+    assert gx_results() == small_gx
+    assert run.read_verdict().gx.agrees_with_anomalies
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"  # the session's own, back
+    assert not [t for t in spark.catalog.listTables() if t.name.startswith("eoslab_gx_")]
 
 
 def test_planted_counts_metrics_and_verdict(planted: tuple[RunDir, dict[str, str]]) -> None:

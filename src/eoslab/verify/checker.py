@@ -13,37 +13,28 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import reduce
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from eoslab.rundir import FOREIGN, ConsumptionInfo, RunDir, RunInfo, Verdict, VerdictLinks
 from eoslab.verify import anomalies, consumer_anomalies, metrics, suites
 from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offsets
 from eoslab.verify.consumption import jdbc_sink, read_commits, read_effects, read_processed
+from eoslab.verify.counting import count_rows
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
-from eoslab.verify.spark_session import build_session, default_remote, run_settings
+from eoslab.verify.spark_session import build_session, default_remote, run_settings, small_run
 from eoslab.verify.topic_reader import classify, read_raw
 from eoslab.verify.verdict import MAX_EXAMPLES, build_verdict, expected_checks, judge
 
 EMPTY_PART = "part-00000-empty.parquet"
-
-
-def count_rows(tables: Mapping[str, DataFrame]) -> dict[str, int]:
-    """Every table's row count in one Spark job (a job costs a fraction of a second even on a
-    small run, and a check has over a dozen tables)."""
-    tagged = [table.select(sf.lit(name).alias("table")) for name, table in tables.items()]
-    counted = reduce(lambda a, b: a.unionAll(b), tagged).groupBy("table").count().collect()
-    return dict.fromkeys(tables, 0) | {row["table"]: int(row["count"]) for row in counted}
 
 
 def _write_table(table: DataFrame, path: Path, rows: int) -> None:
@@ -170,7 +161,9 @@ def _check(
         }
         run.metrics_json.write_text(json.dumps(figures, indent=2) + "\n")
 
-        gx_report = suites.validate(frames, run.checker_dir, counts)
+        gx_report = suites.validate(
+            frames, run.checker_dir, counts, evaluate_once=not small_run(run.history_rows())
+        )
         observed = {
             **counts,
             **{f"errors.{name}": n for name, n in history_figures["errors"].items()},

@@ -74,11 +74,16 @@ def build_session(master: str | None = None, remote: str | None = None) -> Spark
     return builder.getOrCreate()
 
 
+def small_run(records: int) -> bool:
+    """Whether a run of ``records`` sends is small: a Spark job costs more than its rows."""
+    return records <= SMALL_RUN_RECORDS
+
+
 @contextmanager
 def run_settings(spark: SparkSession, records: int) -> Iterator[None]:
     """The session's settings for checking a run of ``records`` sends (small runs get
     :data:`SMALL_RUN_CONF`), put back afterwards: a session may check many runs."""
-    settings = SMALL_RUN_CONF if records <= SMALL_RUN_RECORDS else {}
+    settings = SMALL_RUN_CONF if small_run(records) else {}
     before: dict[str, str | None] = {key: spark.conf.get(key) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)

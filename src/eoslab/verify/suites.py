@@ -9,7 +9,20 @@ file-backed GX context under ``RUN_DIR/checker/gx/``: the suites, the validation
 Data Docs of that run.
 
 The SQL of the suites partitions and orders its windows as its asset is laid out, so GX
-validates millions of records without a shuffle of its own.
+validates millions of records without a shuffle of its own. Two things keep it to one pass per
+expectation over cached data:
+
+- GX evaluates an ``unexpected_rows_expectation``'s query twice (its row count, then its rows).
+  On a large run every such query is evaluated beforehand, all in one Spark job, and its result
+  cached: Spark reads a cached result wherever the same plan recurs, so both of GX's evaluations
+  read the few unexpected rows instead of the whole asset (at 2M records GX took 12.2 s instead
+  of 14.3 s; at 3,000 records the extra jobs cost more than they save: 7.3 s against 5.4 s).
+  The queries are written without ``WITH``: a common table expression is planned afresh each
+  time and never matches a cached result.
+- GX points one temporary view at the asset of each query; re-pointing a view makes Spark drop
+  from its cache everything built on what the view showed before, and the per-key ledger is
+  built on the ledger. The suites are validated asset by asset in :data:`VALIDATION_ORDER`, the
+  ledger last, so no cached frame is dropped while a later suite still reads it.
 
 Each expectation is also held against the anomaly counts: it must succeed exactly when its
 anomalies are absent. A disagreement means the SQL of a suite and the Spark derivation of the
@@ -19,7 +32,8 @@ anomalies drifted apart, which is a checker bug, not a property of the system un
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,11 +45,15 @@ from pyspark.sql import DataFrame
 
 from eoslab.rundir import ExpectationOutcome, GxOutcome, SuiteOutcome
 from eoslab.settings import project_root
+from eoslab.verify.counting import count_rows
 
 SUITE_NAMES = ("exactly_once", "partition_order", "key_order")
 CONSUMER_SUITE_NAMES = ("consumer_exactly_once",)
 ASSETS = ("ledger", "key_ledger", "consumer_ledger")
+VALIDATION_ORDER = ("consumer_ledger", "key_ledger", "ledger")
+"""The order GX validates the assets in: whatever is built on another asset goes before it."""
 DATASOURCE = "eoslab"
+UNEXPECTED_ROWS = "unexpected_rows_expectation"
 
 
 class SuiteFileError(ValueError):
@@ -110,16 +128,47 @@ def _unexpected(result: Mapping[str, Any]) -> int | None:
     return None
 
 
+@contextmanager
+def _queries_evaluated_once(
+    frames: Mapping[str, DataFrame], suites: list[SuiteFile]
+) -> Iterator[None]:
+    """Every unexpected-rows query of ``suites`` evaluated against its asset and cached (one
+    Spark job for all), for as long as GX validates; then dropped, with their views."""
+    results: dict[str, DataFrame] = {}
+    views: dict[str, DataFrame] = {}
+    for suite in suites:
+        view = f"eoslab_gx_{suite.asset}"
+        frame = frames[suite.asset]
+        if view not in views:
+            frame.createOrReplaceTempView(view)
+            views[view] = frame
+        for number, expectation in enumerate(suite.expectations):
+            if expectation.get("type") == UNEXPECTED_ROWS:
+                query = expectation["kwargs"]["unexpected_rows_query"].format(batch=view)
+                results[f"{suite.name}.{number}"] = frame.sparkSession.sql(query).persist()
+    try:
+        count_rows(results)
+        yield
+    finally:
+        for result in results.values():
+            result.unpersist()
+        for view, frame in views.items():
+            frame.sparkSession.catalog.dropTempView(view)
+
+
 def validate(
     frames: Mapping[str, DataFrame],
     checker_dir: Path,
     anomaly_counts: Mapping[str, int],
     suites: list[SuiteFile] | None = None,
+    *,
+    evaluate_once: bool = False,
 ) -> GxOutcome:
     """Validate every suite against its asset among ``frames`` (by the names of
     :data:`ASSETS`) in a GX file context under ``checker_dir/gx/`` and build its Data Docs.
     ``suites`` defaults to the checker's, the consumer half's among them when ``frames`` has a
-    consumer ledger."""
+    consumer ledger. ``evaluate_once``: evaluate and cache the unexpected-rows queries first
+    (for large runs)."""
     suites = suites if suites is not None else load_suites(consumed="consumer_ledger" in frames)
     context = gx.get_context(mode="file", project_root_dir=str(checker_dir))
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
@@ -131,19 +180,26 @@ def validate(
         )
         for asset in sorted({suite.asset for suite in suites})
     }
-    suite_results = [
-        context.validation_definitions.add(
+    definitions = {
+        suite.name: context.validation_definitions.add(
             gx.ValidationDefinition(
                 name=f"{suite.name} on {suite.asset}",
                 data=batches[suite.asset],
                 suite=context.suites.add(suite.to_gx()),
             )
-        ).run(
-            batch_parameters={"dataframe": frames[suite.asset]},
-            result_format={"result_format": "BASIC"},
         )
         for suite in suites
-    ]
+    }
+    in_order = sorted(suites, key=lambda suite: VALIDATION_ORDER.index(suite.asset))
+    with _queries_evaluated_once(frames, in_order) if evaluate_once else nullcontext():
+        results_by_suite = {
+            suite.name: definitions[suite.name].run(
+                batch_parameters={"dataframe": frames[suite.asset]},
+                result_format={"result_format": "BASIC"},
+            )
+            for suite in in_order
+        }
+    suite_results = [results_by_suite[suite.name] for suite in suites]
     context.build_data_docs()
     versions = {suite.name: suite.version for suite in suites}
     outcomes: list[ExpectationOutcome] = []

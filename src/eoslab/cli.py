@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
 import sys
 import uuid
-from pathlib import Path
 from typing import Annotated
 
-import psutil
 import typer
 from rich.table import Table
 
@@ -22,7 +18,7 @@ from eoslab.proxy.command import app as chaos_app
 from eoslab.refbroker.command import app as refbroker_app
 from eoslab.report.command import app as report_app
 from eoslab.rundir import REPLICATION
-from eoslab.runtime import LabError, get_runtime
+from eoslab.runtime import LabError, get_runtime, processes
 from eoslab.runtime import smoke as smoke_lib
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.status import ClusterView, LabStatus
@@ -82,34 +78,12 @@ def up(runtime: RuntimeOption = "local") -> None:
 
 def _warm_up_spark(lab: LocalRuntime) -> None:
     """One check in the background (:mod:`eoslab.verify.warmup`, bounded), so that the warm
-    Spark is warm by the first real check; ``lab down`` stops it if it is still running."""
+    Spark is warm by the first real check. Started as one of the lab's processes: ``lab down``
+    stops it with the rest if it is still running."""
     log = lab.log_path("spark-warmup")
-    with log.open("w") as out:
-        warm_up = subprocess.Popen(
-            [sys.executable, "-m", WARMUP_MODULE],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    _warmup_pid_file(lab).write_text(str(warm_up.pid))
+    argv = [sys.executable, "-m", WARMUP_MODULE]
+    processes.spawn("spark-warmup", argv, log, lab.config.state_dir, env={})
     console.print(f"The warm Spark is warming up in the background (log: {log}).", soft_wrap=True)
-
-
-def _stop_warm_up(lab: LocalRuntime) -> None:
-    pid_file = _warmup_pid_file(lab)
-    if not pid_file.is_file():
-        return
-    with contextlib.suppress(psutil.Error, ValueError):
-        process = psutil.Process(int(pid_file.read_text()))
-        if WARMUP_MODULE in process.cmdline():
-            process.kill()
-            psutil.wait_procs([process], timeout=10)
-    pid_file.unlink()
-
-
-def _warmup_pid_file(lab: LocalRuntime) -> Path:
-    return lab.config.state_dir / "spark-warmup.pid"
 
 
 @lab_app.command()
@@ -120,11 +94,8 @@ def down(
     runtime: RuntimeOption = "local",
 ) -> None:
     """Stop every service of the lab; nothing keeps running."""
-    lab = get_runtime(runtime)
-    if isinstance(lab, LocalRuntime):
-        _stop_warm_up(lab)
     try:
-        lab.down(purge=purge)
+        get_runtime(runtime).down(purge=purge)
     except LabError as error:
         raise fail(error) from error
     console.print("The lab is down." + (" Its state is wiped." if purge else ""))

@@ -63,10 +63,21 @@ with DAG(
 
     @task_group
     def cell(
-        scenario: str, target: str, records: int | None, mode: str | None, runs_dir: str
+        *,
+        scenario: str,
+        target: str,
+        records: int | None,
+        mode: str | None,
+        client: str | None,
+        runs_dir: str,
     ) -> None:
         run_dir = tasks.run_scenario(
-            scenario=scenario, target=target, records=records, mode=mode, runs_dir=runs_dir
+            scenario=scenario,
+            target=target,
+            records=records,
+            mode=mode,
+            client=client,
+            runs_dir=runs_dir,
         )
         checked = tasks.spark_checker(run_dir)
         tasks.lab_health(target) >> run_dir

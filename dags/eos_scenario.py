@@ -3,7 +3,8 @@
 lab health → producers (and consumers, in a handler mode) ∥ nemesis (`eoslab run`, which
 creates the topic) → the checker's Spark
 job (anomalies, GX suites, verdict; spark-submit on `spark_default`) → publish the GX results →
-publish the verdict → the run's report → conformance (red when the run does not conform).
+publish the verdict → the run's report → conformance (red when the run does not conform or is
+invalid: a fault that did not take effect).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from airflow.sdk import DAG, Param
 from eoslab.orchestration import tasks
 from eoslab.rundir import HANDLER_MODES, LAB_TARGETS
 from eoslab.scenarios.catalogue import catalogue
+from eoslab.workload.clients import OLDER_CLIENTS
 
 with DAG(
     dag_id="eos_scenario",
@@ -49,6 +51,13 @@ with DAG(
             description="Consumers in this handler mode (empty: the scenario's own, if any; "
             "a producer scenario gets the default consumer workload).",
         ),
+        "client": Param(
+            None,
+            type=["null", "string"],
+            enum=[None, *OLDER_CLIENTS],
+            description="An older librdkafka for the producers, for a scenario that names it "
+            "(empty: the workload's own).",
+        ),
         "seed": Param(None, type=["null", "integer"], description="Seed (empty: the scenario's)."),
     },
 ) as dag:
@@ -59,6 +68,7 @@ with DAG(
         seed="{{ params.seed }}",
         producer_overrides="{{ params.producer_overrides }}",
         mode="{{ params.mode }}",
+        client="{{ params.client }}",
     )
     checked = tasks.spark_checker(run_dir)
     gx = tasks.gx_validation(run_dir)

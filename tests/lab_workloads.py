@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, TopicPartition
 
+from eoslab.run_context import RunContext
 from eoslab.rundir import RunDir
 from eoslab.workload.spec import WorkloadSpec
 from eoslab.workload.supervisor import Workload
@@ -27,13 +28,17 @@ def run_producers(
     finishes (bounded), every record acknowledged; the finished workload (its sessions)."""
     workload = Workload(
         WorkloadSpec(records=records, keys=16),
-        run_dir=run_dir,
-        run_id=run_id,
-        bootstrap=bootstrap,
-        topic=topic,
-        partitions=partitions,
-        seed=seed,
-        producer_config=PRODUCER_CONFIG,
+        RunContext(
+            run_id=run_id,
+            run_dir=run_dir,
+            target="kafka",
+            lab_target="kafka",
+            bootstrap=bootstrap,
+            topic=topic,
+            partitions=partitions,
+            seed=seed,
+        ),
+        PRODUCER_CONFIG,
     )
     workload.start()
     try:

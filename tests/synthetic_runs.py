@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from eoslab.fault_events import FaultEffect, FaultEvent, FaultPhase, append_event
 from eoslab.rundir import (
     HISTORY_SCHEMA,
     ConsumptionInfo,
@@ -59,9 +60,12 @@ def make_run(
     checked: bool = True,
     started_ms: int = START_MS,
     mode: HandlerMode | None = None,
+    kill_took_effect: bool = True,
 ) -> Path:
-    """A finished run; ``checked`` False leaves no verdict (as when the checker crashed);
-    with a ``mode`` it had a consumer workload in that mode."""
+    """A finished run with two faults (lost acks through the proxy, a kill); ``checked`` False
+    leaves no verdict (as when the checker crashed); with a ``mode`` it had a consumer
+    workload in that mode; ``kill_took_effect`` False makes it invalid (the kill found its
+    broker dead already)."""
     run_id = f"{cell_name(scenario, mode)}-{target}-{started_ms}"
     run = RunDir.for_run(run_id, root).create()
     info = RunInfo(
@@ -78,33 +82,34 @@ def make_run(
         consumption=None
         if mode is None
         else ConsumptionInfo(group=f"eoslab-{run_id}", mode=mode, sink="sqlite:x", consumers=2),
+        faults=[
+            FaultEffect(
+                step=0,
+                kind="proxy",
+                target="kafka-1",
+                took_effect=True,
+                evidence="swallowed responses: 3 Produce on 1 connection(s)",
+            ),
+            FaultEffect(
+                step=1,
+                kind="kill",
+                target="kafka-2",
+                took_effect=kill_took_effect,
+                evidence="pid 42 killed (SIGKILL)"
+                if kill_took_effect
+                else "kafka-2 was dead before the kill and dead after",
+            ),
+        ],
     )
     run.write_info(info)
     _history(run, run_id)
-    faults = [
-        {
-            "ts_ms": START_MS + 500,
-            "kind": "proxy:drop-response",
-            "target": "kafka-1",
-            "detail": {"step": 0},
-            "phase": "start",
-        },
-        {
-            "ts_ms": START_MS + 1200,
-            "kind": "proxy:drop-response",
-            "target": "kafka-1",
-            "detail": {"step": 0},
-            "phase": "end",
-        },
-        {
-            "ts_ms": START_MS + 1500,
-            "kind": "kill",
-            "target": "kafka-2",
-            "detail": {"step": 1},
-            "phase": "instant",
-        },
-    ]
-    run.faults_jsonl.write_text("".join(json.dumps(f) + "\n" for f in faults))
+    for ts, step, kind, where, phase in (
+        (500, 0, "proxy:drop-response", "kafka-1", FaultPhase.START),
+        (1200, 0, "proxy:drop-response", "kafka-1", FaultPhase.END),
+        (1500, 1, "kill", "kafka-2", FaultPhase.INSTANT),
+    ):
+        event = FaultEvent(ts_ms=START_MS + ts, step=step, kind=kind, target=where, phase=phase)
+        append_event(run.faults_jsonl, event)
     if not checked:
         return run.path
     observed = observed or {}
@@ -114,9 +119,7 @@ def make_run(
         if n
     }
     verdict = build_verdict(
-        run_id=run_id,
-        scenario=scenario,
-        target=target,
+        info,
         checks=judge(
             expected_checks(expected or {}, consumed=mode is not None), observed, examples
         ),

@@ -13,8 +13,9 @@ from pathlib import Path
 import eoslab
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"settings", "clock", "message", "kafka_api"}),
+    frozenset({"settings", "clock", "message", "kafka_api", "fault_events"}),
     frozenset({"rundir", "control", "admin", "console"}),
+    frozenset({"run_context"}),
     frozenset({"refbroker", "proxy"}),
     frozenset({"runtime"}),
     frozenset({"workload", "probe"}),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoslab.clock import wait_until
@@ -46,6 +46,12 @@ class Leader:
     broker_id: int
     host: str
     port: int
+    replicas: tuple[int, ...] = ()
+
+    @property
+    def followers(self) -> tuple[int, ...]:
+        """The partition's other replicas."""
+        return tuple(r for r in self.replicas if r != self.broker_id)
 
 
 def find_leader(
@@ -71,7 +77,8 @@ def find_leader(
             problem[0] = f"{topic}[{partition}] has no leader yet"
             return None
         broker = metadata.brokers[found.leader]
-        return Leader(found.leader, str(broker.host), int(broker.port))
+        replicas = tuple(int(r) for r in found.replicas)
+        return Leader(found.leader, str(broker.host), int(broker.port), replicas)
 
     leader = wait_until(lookup, timeout_s, interval_s=0.2)
     if leader is None:
@@ -109,6 +116,26 @@ def group_coordinator(
 def leader_of(bootstrap: str, topic: str, partition: int) -> int:
     """The broker id leading ``topic[partition]`` now."""
     return find_leader(bootstrap, topic, partition).broker_id
+
+
+def delete_records(bootstrap: str, topic: str, partitions: list[int]) -> dict[int, int]:
+    """DeleteRecords up to each partition's high watermark now (the log start offset moves
+    past every record, as retention would); the new log start offsets by partition."""
+    client = admin_client(bootstrap, timeout_ms=30_000)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "eoslab-admin", "log_level": 3}
+    )
+    try:
+        ends = [
+            TopicPartition(
+                topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
+            )
+            for p in partitions
+        ]
+    finally:
+        consumer.close()
+    futures = client.delete_records(ends, request_timeout=30, operation_timeout=30)
+    return {tp.partition: int(f.result(timeout=60).low_watermark) for tp, f in futures.items()}
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication: int) -> None:

@@ -11,7 +11,8 @@ This layout is the contract between the run executor (which writes it) and the c
                                    one file per flushed batch of one producer session;
                                    HISTORY_SCHEMA; one row per record's final outcome
       stats.jsonl                  librdkafka statistics samples, one JSON object a line
-      faults.jsonl                 the nemesis timeline as executed, one JSON object a line
+      faults.jsonl                 the nemesis timeline as executed: FaultEvent lines
+                                   (eoslab.fault_events); run.json's ``faults`` judges each step
       journal/<session_id>.tsv     the producer's send journal (internal to the workload: after
                                    a producer is killed it turns in-flight sends into
                                    `indeterminate` history rows)
@@ -40,8 +41,8 @@ pyarrow datasets skip them.
 ``producer_epoch``) and ``brokers`` ({name: {``outbuf_msg_cnt``, ``waitresp_cnt``,
 ``waitresp_msg_cnt``, ``txretries``, ``req_timeouts``, ``connects``, ``disconnects``}}).
 
-``faults.jsonl`` lines: ``ts_ms`` (wall clock), ``kind``, ``target``, ``detail`` (object),
-``phase`` (``start`` | ``end`` | ``instant``).
+``faults.jsonl`` lines and run.json's ``faults``: see :mod:`eoslab.fault_events` (what each
+step did, observed, and whether it took effect; a run where one did not is **invalid**).
 
 The consumer half (seed ``004_*``): the consumer workload's sink and its **consumption
 ledger**, what the consumer checker reads beside the topic and the history::
@@ -93,6 +94,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
+from eoslab.fault_events import FaultEffect
 from eoslab.settings import runs_root
 
 RUN_FORMAT: Literal[1] = 1
@@ -166,6 +168,12 @@ def default_expectations(consumed: bool) -> dict[str, str]:
 ERRORS_KEY = "errors"
 """``expected["errors"]``: the broker errors a run is expected to provoke; its checks are named
 ``errors.<NAME>``."""
+FATAL_KEY = "fatal"
+"""``expected["fatal"]``: the fatal client errors a run is expected to end producer sessions
+with (librdkafka's names); its checks are named ``fatal.<NAME>``, and every run has the check
+:data:`UNEXPECTED_FATAL`."""
+UNEXPECTED_FATAL = "fatal.unexpected"
+"""Producer sessions that ended on a fatal error the scenario does not name: expected "0"."""
 
 
 class Outcome(StrEnum):
@@ -207,6 +215,13 @@ class SessionInfo(BaseModel):
     producer: int
     started_ms: int
     ended_ms: int | None = None
+    fatal: str | None = None
+    """librdkafka's name of the fatal error the session ended on (an observation, not a
+    crash: the session records its outcomes and ends cleanly), e.g. OUT_OF_ORDER_SEQUENCE_NUMBER;
+    None when it ended otherwise."""
+    fatal_reason: str | None = None
+    unsent: int = 0
+    """Records of the session's share it never handed to the client (it ended first)."""
 
 
 class RunInfo(BaseModel):
@@ -231,6 +246,32 @@ class RunInfo(BaseModel):
     sessions: list[SessionInfo] = Field(default_factory=list)
     consumption: ConsumptionInfo | None = None
     """The consumer half, when a consumer workload ran (see the module docstring)."""
+    client: str | None = None
+    """The older librdkafka version a scenario asked the producers to run (part of the cell's
+    name); None: the workload's own."""
+    librdkafka: str | None = None
+    """The librdkafka version the producers ran."""
+    broker_profile: dict[str, str | int] = Field(default_factory=dict)
+    """The reference broker's settings for this run when the scenario sets them (``rules``,
+    ``retained_batches``); empty: the broker as the lab started it."""
+    faults: list[FaultEffect] = Field(default_factory=list)
+    """Every step of the nemesis timeline, judged: did it take effect (written at the end)."""
+    problems: list[str] = Field(default_factory=list)
+    """What went wrong carrying out the run (a step that failed, a heal that failed, a
+    timeout); a run with problems is invalid."""
+
+    def fatal_sessions(self) -> dict[str, int]:
+        """Producer sessions that ended on a fatal error, by its name."""
+        counts: dict[str, int] = {}
+        for session in self.sessions:
+            if session.fatal is not None:
+                counts[session.fatal] = counts.get(session.fatal, 0) + 1
+        return counts
+
+    def invalid_because(self) -> list[str]:
+        """Why the run does not test what its scenario says: its problems, and every step that
+        did not take effect. Empty for a valid run."""
+        return [*self.problems, *(f.summary for f in self.faults if not f.took_effect)]
 
 
 class Check(BaseModel):
@@ -282,15 +323,43 @@ class VerdictLinks(BaseModel):
     data_docs: str | None
 
 
+class VerdictStatus(StrEnum):
+    """A run's verdict. **invalid** before anything else: a fault that did not take effect (or a
+    run that did not go as its scenario says) proves nothing, whatever the checks observed."""
+
+    CONFORMS = "conforms"
+    DOES_NOT_CONFORM = "does not conform"
+    INVALID = "invalid"
+
+    @property
+    def exit_code(self) -> int:
+        """What a command that judged runs exits with: 0 conforms, 2 does not conform, 3
+        invalid (1 stays for a command that could not do its work)."""
+        return EXIT_CODES[self]
+
+
+EXIT_CODES = {
+    VerdictStatus.CONFORMS: 0,
+    VerdictStatus.DOES_NOT_CONFORM: 2,
+    VerdictStatus.INVALID: 3,
+}
+
+
 class Verdict(BaseModel):
-    """``checker/verdict.json``: every check, expected against observed. A run **conforms** when
-    every check matches, including runs expected to show an anomaly (the negative controls);
-    ``mismatches`` repeats the failing checks so that a reader sees them first."""
+    """``checker/verdict.json``: every check, expected against observed, and every fault, judged.
+    A run **conforms** when every fault took effect and every check matches, including runs
+    expected to show an anomaly (the negative controls); it is **invalid** when a fault did not
+    take effect or the run went wrong (``invalid`` says why); ``mismatches`` repeats the failing
+    checks so that a reader sees them first."""
 
     run_id: str
     scenario: str
     target: str
+    status: VerdictStatus
     conforms: bool
+    """``status == conforms``."""
+    invalid: list[str] = Field(default_factory=list)
+    faults: list[FaultEffect] = Field(default_factory=list)
     checked_ms: int
     """When the checker wrote the verdict: a run's work ends there, not with its workload."""
     checks: list[Check]
@@ -299,10 +368,13 @@ class Verdict(BaseModel):
     links: VerdictLinks
 
 
-def cell_name(scenario: str, mode: str | None) -> str:
+def cell_name(scenario: str, mode: str | None, client: str | None = None) -> str:
     """How a run's scenario is named in run ids, matrices and reports: with its handler mode
-    when it has a consumer workload (``consumer-crash-before-commit.dedup-table``)."""
-    return scenario if mode is None else f"{scenario}.{mode}"
+    when it has a consumer workload (``consumer-crash-before-commit.dedup-table``), with its
+    producers' librdkafka when a scenario asks for an older one (``lost-request_librdkafka-2.2.0``;
+    characters a Kafka topic name allows)."""
+    name = scenario if mode is None else f"{scenario}.{mode}"
+    return name if client is None else f"{name}_librdkafka-{client}"
 
 
 def new_run_id(scenario: str, target: str) -> str:

@@ -1,33 +1,53 @@
-"""A lab the nemesis can break without breaking anything: every call is recorded."""
+"""A lab the nemesis can break without breaking anything: every call is recorded, and each
+fake answers what the nemesis asks for its evidence (pids, fault tallies, generations)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from eoslab.rundir import ConsumerSessionInfo, SessionInfo
+from eoslab.runtime.lab import ProcessObservation, ProcessState
 
 
 class FakeRuntime:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
+        self.states: dict[str, ProcessObservation] = {}
+        self.pids = 100
+        self.kills_work = True
+        """False: kill -9 leaves the process running (a fault the target never applied)."""
+
+    def observe(self, name: str) -> ProcessObservation:
+        return self.states.setdefault(name, self._fresh())
+
+    def _fresh(self) -> ProcessObservation:
+        self.pids += 1
+        return ProcessObservation(self.pids, ProcessState.RUNNING)
 
     def kill(self, name: str) -> None:
         self.calls.append(("kill", name))
+        if self.kills_work:
+            self.states[name] = ProcessObservation(None, ProcessState.DEAD)
 
     def pause(self, name: str) -> None:
         self.calls.append(("pause", name))
+        self.states[name] = ProcessObservation(self.observe(name).pid, ProcessState.STOPPED)
 
     def resume(self, name: str) -> None:
         self.calls.append(("resume", name))
+        self.states[name] = ProcessObservation(self.observe(name).pid, ProcessState.RUNNING)
 
     def restart(self, name: str) -> None:
         self.calls.append(("restart", name))
+        self.states[name] = self._fresh()
 
 
 class FakeProxy:
     def __init__(self) -> None:
         self.active: dict[str, dict[str, Any]] = {}
         self.added = 0
+        self.injected = 3
+        """What every fault has acted on when asked (0: a fault that never fired)."""
 
     def add(self, spec: Any) -> str:
         self.added += 1
@@ -38,14 +58,18 @@ class FakeProxy:
     def remove(self, fault_id: str) -> None:
         del self.active[fault_id]
 
-    def faults(self) -> list[dict[str, Any]]:
-        return [{"id": i, "matched": 7, "injected": 3} for i in self.active]
+    def fault(self, fault_id: str) -> dict[str, Any]:
+        frames = {"Produce": {"7": self.injected}} if self.injected else {}
+        evidence = {"matched": 7, "injected": self.injected, "frames": frames}
+        return {"id": fault_id, "evidence": evidence}
 
 
 class FakeRefbroker:
     def __init__(self) -> None:
         self.applied: list[dict[str, Any]] = []
         self.cleared = 0
+        self.dropped = 0
+        """The broker's responses_dropped counter for Produce (a test moves it)."""
 
     def apply(self, fault: dict[str, Any]) -> dict[str, Any]:
         self.applied.append(fault)
@@ -55,14 +79,20 @@ class FakeRefbroker:
         self.cleared += 1
         return {"event": "faults-cleared"}
 
+    def counters(self) -> dict[str, Any]:
+        return {"faults": {"responses_dropped": {"Produce": self.dropped}, "requests_failed": {}}}
+
+    def state(self) -> dict[str, Any]:
+        return {"coordinator_unavailable": {"remaining": 0}}
+
 
 class FakeWorkload:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
 
-    def crash(self, producer: int) -> SessionInfo:
+    def crash(self, producer: int) -> tuple[SessionInfo, int]:
         self.calls.append(("crash", producer))
-        return SessionInfo(session_id=f"s{len(self.calls)}", producer=producer, started_ms=0)
+        return SessionInfo(session_id=f"s{len(self.calls)}", producer=producer, started_ms=0), 5
 
     def restart(self, producer: int) -> SessionInfo:
         self.calls.append(("restart", producer))
@@ -75,8 +105,14 @@ class FakeConsumers:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
         self.members = 2
+        self.generation_now = 1
         self.effects_after_arming = True
         """False: an armed consumer applies no effect before it ends (the crash misses)."""
+        self.evicts = True
+        """False: the group does not move on while a consumer is frozen (it was only slow)."""
+
+    def generation(self, excluding: int | None = None) -> int:
+        return self.generation_now
 
     def crash_after_next_effect(self, consumer: int) -> tuple[ConsumerSessionInfo, bool]:
         self.calls.append(("crash", consumer))
@@ -89,6 +125,7 @@ class FakeConsumers:
 
     def freeze_after_next_effect(self, consumer: int) -> bool:
         self.calls.append(("freeze", consumer))
+        self.generation_now += int(self.evicts)
         return True
 
     def resume(self, consumer: int) -> None:
@@ -96,6 +133,7 @@ class FakeConsumers:
 
     def join(self) -> int:
         self.members += 1
+        self.generation_now += 1
         self.calls.append(("join", self.members - 1))
         return self.members - 1
 

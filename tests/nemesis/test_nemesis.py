@@ -1,17 +1,20 @@
-"""The nemesis plays every step kind on a fake lab, ends what has an end, and heals the rest."""
+"""The nemesis plays every step kind on a fake lab, ends what has an end, heals the rest, and
+judges from what it observed whether each step took effect."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes import FakeConsumers, FakeProxy, FakeRefbroker, FakeRuntime, FakeWorkload
 
+from eoslab.fault_events import FaultEffect, read_events
 from eoslab.nemesis.nemesis import Nemesis
-from eoslab.nemesis.steps import STEP_KINDS, probe
-from eoslab.nemesis.timeline import ResolvedStep, resolve
+from eoslab.nemesis.steps import STEP_KINDS, delete_records, probe
+from eoslab.nemesis.steps.base import ResolvedStep
+from eoslab.nemesis.timeline import resolve
+from eoslab.run_context import RunContext
 from eoslab.rundir import LabTarget, RunDir
 from eoslab.scenarios.catalogue import ScenarioError, parse_scenario
 
@@ -24,12 +27,19 @@ class Lab:
         self.workload = FakeWorkload()
         self.consumers = FakeConsumers()
         self.run_dir = RunDir(tmp_path / "run").create()
-        self.nemesis = Nemesis(
+        context = RunContext(
+            run_id=self.run_dir.run_id,
             run_dir=self.run_dir,
             target=target,
-            runtime=self.runtime,
+            lab_target=target,
             bootstrap="127.0.0.1:1",
             topic="t",
+            partitions=3,
+            seed=0,
+        )
+        self.nemesis = Nemesis(
+            context,
+            runtime=self.runtime,
             proxy=self.proxy,  # type: ignore[arg-type]
             refbroker=self.refbroker,  # type: ignore[arg-type]
             workload=self.workload,  # type: ignore[arg-type]
@@ -51,11 +61,15 @@ class Lab:
         return resolve(scenario.nemesis, target, seed=0)
 
     def logged(self) -> list[tuple[str, str | None, str]]:
-        lines = self.run_dir.faults_jsonl.read_text().splitlines()
-        return [(e["kind"], e["target"], e["phase"]) for e in map(json.loads, lines)]
+        return [(e.kind, e.target, e.phase) for e in read_events(self.run_dir.faults_jsonl)]
+
+    def effects(self, *steps: ResolvedStep) -> list[FaultEffect]:
+        return self.nemesis.effects(steps)
 
 
-def test_process_steps_break_and_their_ends_repair(tmp_path: Path) -> None:
+def test_process_steps_break_their_ends_repair_and_each_shows_it_took_effect(
+    tmp_path: Path,
+) -> None:
     lab = Lab(tmp_path, "kafka")
     kill, pause, restart = lab.steps(
         "kafka",
@@ -74,17 +88,60 @@ def test_process_steps_break_and_their_ends_repair(tmp_path: Path) -> None:
         ("restart", "kafka-2"),
         ("resume", "kafka-3"),
     ]
-    assert lab.nemesis.heal() == []
+    lab.nemesis.heal()
     assert len(lab.runtime.calls) == 5  # nothing left to heal
     assert lab.nemesis.errors == []
     assert lab.logged() == [
         ("kill", "kafka-2", "start"),
         ("pause", "kafka-3", "start"),
-        ("restart", "kafka-1", "start"),
-        ("restart", "kafka-1", "end"),
+        ("restart", "kafka-1", "instant"),
         ("kill", "kafka-2", "end"),
         ("pause", "kafka-3", "end"),
     ]
+    killed, paused, restarted = lab.effects(kill, pause, restart)
+    pid = killed.observed["pids"]["kafka-2"]
+    assert (killed.took_effect, killed.evidence) == (True, f"pid {pid} killed (SIGKILL)")
+    assert killed.observed["restarted_pids"]["kafka-2"] not in (None, pid)
+    assert paused.took_effect
+    assert paused.evidence.startswith("pid ")
+    assert paused.observed["paused_s"] >= 0
+    before, after = restarted.observed["pids"]["kafka-1"]
+    assert restarted.took_effect
+    assert after not in (None, before)
+
+
+def test_followers_are_every_other_replica_of_the_partition() -> None:
+    with pytest.raises(ScenarioError, match="the reference broker has no followers"):
+        parse_scenario(
+            {
+                "name": "alone",
+                "description": "d",
+                "targets": ["kafka", "refbroker"],
+                "nemesis": [{"kind": "pause", "at": 0, "target": "followers", "duration": 1}],
+            },
+            "alone",
+        )
+    with pytest.raises(ScenarioError, match="restart acts on one service, not on followers"):
+        parse_scenario(
+            {
+                "name": "alone",
+                "description": "d",
+                "targets": ["kafka"],
+                "nemesis": [{"kind": "restart", "at": 0, "target": "followers"}],
+            },
+            "alone",
+        )
+
+
+def test_a_kill_the_target_never_applied_did_not_take_effect(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.runtime.kills_work = False
+    (kill,) = lab.steps("kafka", {"kind": "kill", "at": 0, "target": "kafka-1", "duration": 1})
+    lab.nemesis.start(kill)
+    lab.nemesis.end(kill)
+    (effect,) = lab.effects(kill)
+    assert not effect.took_effect
+    assert effect.evidence == "kafka-1 was running before the kill and running after"
 
 
 def test_a_rolling_restart_goes_through_every_broker_of_the_target(tmp_path: Path) -> None:
@@ -92,10 +149,13 @@ def test_a_rolling_restart_goes_through_every_broker_of_the_target(tmp_path: Pat
     (step,) = lab.steps("kafka", {"kind": "rolling-restart", "at": 0, "interval": 0})
     lab.nemesis.start(step)
     assert lab.runtime.calls == [("restart", f"kafka-{i}") for i in (1, 2, 3)]
-    assert [e[2] for e in lab.logged()] == ["start", "end"] * 3
+    assert lab.logged() == [("rolling-restart", "kafka-1,kafka-2,kafka-3", "instant")]
+    (effect,) = lab.effects(step)
+    assert effect.took_effect
+    assert effect.evidence == "restarted kafka-1, kafka-2, kafka-3 (new pids)"
 
 
-def test_heal_undoes_what_is_still_broken_last_broken_first(tmp_path: Path) -> None:
+def test_heal_ends_what_is_still_broken_last_broken_first(tmp_path: Path) -> None:
     lab = Lab(tmp_path, "refbroker")
     steps = lab.steps(
         "refbroker",
@@ -108,7 +168,8 @@ def test_heal_undoes_what_is_still_broken_last_broken_first(tmp_path: Path) -> N
         lab.nemesis.start(step)
     assert lab.proxy.active == {"f1": {"kind": "blackhole", "route": "*"}}
     assert lab.refbroker.applied == [{"kind": "retained-batches", "count": 1}]
-    assert lab.nemesis.heal() == []
+    lab.nemesis.heal()
+    assert lab.nemesis.errors == []
     assert lab.runtime.calls == [
         ("kill", "refbroker"),
         ("pause", "refbroker"),
@@ -117,12 +178,16 @@ def test_heal_undoes_what_is_still_broken_last_broken_first(tmp_path: Path) -> N
     ]
     assert lab.proxy.active == {}
     assert lab.refbroker.cleared == 1  # back to the broker's configured duplicate window
-    heals = [e for e in lab.logged() if e[0] == "heal"]
-    assert len(heals) == 4
-    assert lab.nemesis.heal() == []  # a second heal has nothing left to do
+    healed = [e for e in read_events(lab.run_dir.faults_jsonl) if e.detail.get("healed")]
+    assert [e.step for e in healed] == [3, 2, 1, 0]
+    assert all(effect.took_effect for effect in lab.effects(*steps))  # evidence read at heal
+    lab.nemesis.heal()  # a second heal has nothing left to do
+    assert len(lab.runtime.calls) == 4
 
 
-def test_a_step_that_fails_is_logged_and_the_run_goes_on(tmp_path: Path) -> None:
+def test_a_step_that_fails_is_logged_did_not_take_effect_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
     lab = Lab(tmp_path, "kafka")
 
     def broken(name: str) -> None:
@@ -138,12 +203,17 @@ def test_a_step_that_fails_is_logged_and_the_run_goes_on(tmp_path: Path) -> None
     lab.nemesis.start(restart)
     assert lab.nemesis.errors == ["step 0 (kill) start: kafka-1 refuses"]
     assert lab.runtime.calls == [("restart", "kafka-2")]
-    assert lab.nemesis.heal() == []  # the failed kill broke nothing
+    lab.nemesis.heal()  # the failed kill broke nothing
+    assert lab.runtime.calls == [("restart", "kafka-2")]
+    failed, restarted = lab.effects(kill, restart)
+    assert (failed.took_effect, failed.evidence) == (False, "start failed: kafka-1 refuses")
+    assert restarted.took_effect
+    assert ("kill", "kafka-1", "failed") in lab.logged()
 
 
-def test_proxy_and_refbroker_steps_end_by_removing_their_own_fault(tmp_path: Path) -> None:
+def test_proxy_steps_take_effect_only_when_their_fault_fired(tmp_path: Path) -> None:
     lab = Lab(tmp_path, "refbroker")
-    first, second, state = lab.steps(
+    fired, silent = lab.steps(
         "refbroker",
         {
             "kind": "proxy",
@@ -159,27 +229,64 @@ def test_proxy_and_refbroker_steps_end_by_removing_their_own_fault(tmp_path: Pat
             "duration": 2,
             "fault": {"kind": "delay", "ms": 5},
         },
+    )
+    lab.nemesis.start(fired)
+    lab.nemesis.start(silent)
+    lab.nemesis.end(fired)
+    assert list(lab.proxy.active) == ["f2"]  # the overlapping step's fault stays
+    lab.proxy.injected = 0
+    lab.nemesis.end(silent)
+    assert lab.proxy.active == {}
+    done, missed = lab.effects(fired, silent)
+    assert done.took_effect
+    assert done.evidence == "reset connections at 3 Produce on 1 connection(s)"
+    assert done.observed["frames"] == {"Produce": {"7": 3}}
+    assert not missed.took_effect
+    assert missed.evidence == "delay never fired (7 matching frame(s) seen)"
+    ends = [e for e in read_events(lab.run_dir.faults_jsonl) if e.phase == "end"]
+    assert [(e.kind, e.detail["injected"]) for e in ends] == [
+        ("proxy:reset", 3),
+        ("proxy:delay", 0),
+    ]
+
+
+def test_refbroker_steps_judge_their_fault_by_the_brokers_counters(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "refbroker")
+    drop, unused, rules = lab.steps(
+        "refbroker",
         {
             "kind": "refbroker",
             "at": 0,
             "duration": 1,
-            "fault": {"kind": "legacy-mode", "enabled": True},
+            "fault": {"kind": "drop-response", "api": "Produce", "count": 2},
+        },
+        {
+            "kind": "refbroker",
+            "at": 0,
+            "duration": 1,
+            "fault": {"kind": "drop-response", "api": "Produce", "count": 2},
+        },
+        {
+            "kind": "refbroker",
+            "at": 0,
+            "duration": 1,
+            "fault": {"kind": "rules", "rules": "kafka-2.0"},
         },
     )
-    for step in (first, second, state):
-        lab.nemesis.start(step)
-    lab.nemesis.end(first)
-    assert list(lab.proxy.active) == ["f2"]  # the overlapping step's fault stays
-    lab.nemesis.end(state)
-    assert lab.refbroker.cleared == 1
-    ends = [
-        json.loads(line)
-        for line in lab.run_dir.faults_jsonl.read_text().splitlines()
-        if json.loads(line)["phase"] == "end"
-    ]
-    assert ends[0]["detail"] == {"step": 0, "id": "f1", "matched": 7, "injected": 3}
-    assert lab.nemesis.heal() == []
-    assert lab.proxy.active == {}
+    lab.nemesis.start(drop)
+    lab.refbroker.dropped = 2  # two Produce responses swallowed meanwhile
+    lab.nemesis.end(drop)
+    lab.nemesis.start(unused)
+    lab.nemesis.end(unused)
+    lab.nemesis.start(rules)
+    lab.nemesis.end(rules)
+    assert lab.refbroker.cleared == 3
+    consumed, idle, set_rules = lab.effects(drop, unused, rules)
+    assert consumed.took_effect
+    assert consumed.evidence == "swallowed the responses to 2 of 2 Produce request(s)"
+    assert not idle.took_effect
+    assert idle.evidence == "armed for 2 Produce request(s), none came"
+    assert set_rules.took_effect
 
 
 def test_producer_crashes_restart_at_once_or_after_their_duration(tmp_path: Path) -> None:
@@ -195,6 +302,10 @@ def test_producer_crashes_restart_at_once_or_after_their_duration(tmp_path: Path
     lab.nemesis.end(later)
     assert lab.workload.calls[-1] == ("restart", 1)
     assert [e[2] for e in lab.logged()] == ["instant", "instant", "start", "end"]
+    first, second = lab.effects(at_once, later)
+    assert first.took_effect
+    assert first.observed["in_flight"] == 5
+    assert second.observed["restarted"] == "s4"
 
 
 def test_consumer_steps_crash_freeze_and_churn_the_group(tmp_path: Path) -> None:
@@ -218,21 +329,59 @@ def test_consumer_steps_crash_freeze_and_churn_the_group(tmp_path: Path) -> None
     lab.nemesis.end(crash_later)
     lab.nemesis.end(join)
     assert lab.consumers.calls[-2:] == [("restart", 1), ("leave", 2)]
-    assert lab.nemesis.heal() == []  # the frozen consumer is resumed
+    lab.nemesis.heal()  # the frozen consumer is resumed
     assert lab.consumers.calls[-1] == ("resume", 0)
     assert ("consumer-join", "consumer-2", "end") in lab.logged()
+    effects = lab.effects(crash, crash_later, pause, join)
+    assert all(effect.took_effect for effect in effects)
+    assert effects[2].evidence.endswith("the group moved from generation 1 to 3 without it")
+    assert effects[3].evidence == "consumer-2 joined: generation 2 -> 3"
 
 
-def test_a_consumer_crash_that_misses_its_point_is_a_failed_step(tmp_path: Path) -> None:
+def test_a_consumer_crash_that_misses_its_point_did_not_take_effect(tmp_path: Path) -> None:
     """A consumer with nothing left to process cannot die between an effect and its commit:
-    the step fails (the run reports it) instead of passing for the fault it did not inject."""
+    the step did not inject its fault, and says so (the run is invalid)."""
     lab = Lab(tmp_path, "kafka")
     lab.consumers.effects_after_arming = False
     (crash,) = lab.steps("kafka", {"kind": "consumer-crash", "at": 0, "consumer": 0})
     lab.nemesis.start(crash)
     assert lab.consumers.calls == [("crash", 0), ("restart", 0)]
-    (error,) = lab.nemesis.errors
-    assert "consumer-0 was not killed between an effect and its commit" in error
+    (effect,) = lab.effects(crash)
+    assert not effect.took_effect
+    assert "not killed between an effect and its commit" in effect.evidence
+
+
+def test_a_frozen_consumer_the_group_never_evicted_is_no_zombie(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.consumers.evicts = False
+    (pause,) = lab.steps(
+        "kafka", {"kind": "consumer-pause", "at": 0, "consumer": 0, "duration": 10}
+    )
+    lab.nemesis.start(pause)
+    lab.nemesis.end(pause)
+    (effect,) = lab.effects(pause)
+    assert not effect.took_effect
+    assert "it was never evicted" in effect.evidence
+
+
+def test_skipped_and_unstarted_steps_did_not_take_effect(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "kafka")
+    skipped, unstarted = lab.steps(
+        "kafka",
+        {"kind": "restart", "after_acked": 5, "target": "kafka-1"},
+        {"kind": "restart", "after_acked": 6, "target": "kafka-2"},
+    )
+    lab.nemesis.skip(skipped, "the workload finished before its trigger")
+    assert lab.logged() == [("restart", "kafka-1", "skipped")]
+    first, second = lab.effects(skipped, unstarted)
+    assert (first.took_effect, first.evidence) == (
+        False,
+        "skipped: the workload finished before its trigger",
+    )
+    assert (second.took_effect, second.evidence) == (
+        False,
+        "never started: the run ended before its trigger",
+    )
 
 
 def test_consumer_steps_need_a_consumer_workload() -> None:
@@ -253,9 +402,12 @@ def test_probe_steps_play_their_probe_on_the_runs_topic(
 ) -> None:
     lab = Lab(tmp_path, "kafka")
     played: list[dict[str, Any]] = []
-    monkeypatch.setitem(
-        probe.SCENARIO_PROBES, "seq-jump", lambda **where: played.append(where) or {"ok": True}
-    )
+
+    def fake_probe(**where: Any) -> dict[str, Any]:
+        played.append(where)
+        return {"answers": [{"error": "NONE"}, {"error": "OUT_OF_ORDER_SEQUENCE_NUMBER"}]}
+
+    monkeypatch.setitem(probe.SCENARIO_PROBES, "seq-jump", fake_probe)
     (step,) = lab.steps("kafka", {"kind": "probe", "at": 0, "probe": "seq-jump", "partition": 2})
     lab.nemesis.start(step)
     assert played == [
@@ -268,6 +420,33 @@ def test_probe_steps_play_their_probe_on_the_runs_topic(
         }
     ]
     assert lab.logged() == [("probe", "partition-2", "start"), ("probe", "partition-2", "end")]
+    (effect,) = lab.effects(step)
+    assert effect.evidence == "seq-jump: 2 Produce answer(s), errors OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+def test_delete_records_takes_effect_when_the_log_start_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    starts = {0: 120, 1: 0, 2: 98}
+    monkeypatch.setattr(
+        delete_records,
+        "delete_records",
+        lambda bootstrap, topic, partitions: {p: starts[p] for p in partitions},
+    )
+    moved, empty = lab.steps(
+        "kafka",
+        {"kind": "delete-records", "at": 0, "partitions": [0, 2]},
+        {"kind": "delete-records", "at": 0},
+    )
+    lab.nemesis.start(moved)
+    lab.nemesis.start(empty)
+    done, undone = lab.effects(moved, empty)
+    assert (done.took_effect, done.evidence) == (
+        True,
+        "log start moved to 120 on partition 0, 98 on partition 2",
+    )
+    assert not undone.took_effect  # partition 1 had nothing to delete
 
 
 def test_every_step_kind_is_covered_here() -> None:

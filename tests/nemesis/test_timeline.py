@@ -63,7 +63,7 @@ def test_the_runner_starts_ends_and_skips_on_its_clock() -> None:
             "nemesis": [
                 {"kind": "pause", "at": 1.0, "target": "kafka-1", "duration": 2.0},
                 {"kind": "restart", "after_acked": 5, "target": "kafka-2"},
-                {"kind": "restart", "after_acked": 10_000, "target": "kafka-3"},
+                {"kind": "restart", "after_acked": 2_000, "target": "kafka-3"},
             ],
         },
         "order",

@@ -2,13 +2,11 @@
 
 import pytest
 
-from eoslab.proxy.fault_spec import (
-    DropResponseSpec,
-    FaultSpecError,
-    LatencySpec,
-    ResetSpec,
-    parse_fault_spec,
-)
+from eoslab.proxy.faults import parse_fault_spec
+from eoslab.proxy.faults.drop_response import DropResponseSpec
+from eoslab.proxy.faults.latency import LatencySpec
+from eoslab.proxy.faults.reset import ResetSpec
+from eoslab.proxy.faults.spec import FaultSpecError
 
 ROUTES = ("kafka-1", "kafka-2", "refbroker")
 
@@ -57,8 +55,8 @@ def test_api_is_accepted_by_name_or_number_and_kept_by_name() -> None:
     by_number = parse_fault_spec({"kind": "drop-response", "api": 22}, ROUTES)
 
     assert isinstance(by_name, DropResponseSpec)
-    assert (by_name.api, by_name.api_key, by_name.reset) == ("Produce", 0, True)
-    assert (by_number.api, by_number.api_key) == ("InitProducerId", 22)
+    assert (by_name.api, by_name.selected_api(), by_name.reset) == ("Produce", 0, True)
+    assert (by_number.api, by_number.selected_api()) == ("InitProducerId", 22)
 
 
 def test_defaults_select_every_route_and_api() -> None:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from eoslab.proxy.fault_spec import Direction
-from eoslab.proxy.faults import FaultTable, FrameContext
+from eoslab.proxy.faults.spec import Direction, FrameContext
+from eoslab.proxy.faults.table import FaultTable
 
 ROUTES = ("kafka-1", "kafka-2")
 PRODUCE, METADATA = 0, 3
@@ -184,3 +184,38 @@ def test_ids_are_sequential_and_removal_reaches_the_route_cache(table: FaultTabl
     table.clear()
     assert table.for_route("kafka-1") == ()
     assert (first.id, second.id, len(changes)) == ("f1", "f2", 4)
+
+
+def test_evidence_counts_what_each_fault_did_per_api_and_connection(table: FaultTable) -> None:
+    drop = table.add({"kind": "drop-response", "api": "Produce", "count": 2})
+    delay = table.add({"kind": "delay", "ms": 20, "api": "Metadata"})
+    idle = table.add({"kind": "reset", "api": "FindCoordinator"})
+    for correlation, connection in ((1, 4), (2, 5), (3, 5)):
+        item = frame(correlation)
+        table.judge(
+            FrameContext(item.route, item.direction, PRODUCE, 9, correlation, 100, connection),
+            table.for_route("kafka-1"),
+        )
+    table.judge(
+        FrameContext("kafka-1", Direction.RESPONSE, METADATA, 9, 4, 100, 6),
+        table.for_route("kafka-1"),
+    )
+
+    dropped = drop.evidence()
+    assert (dropped.matched, dropped.injected) == (3, 2)
+    assert dropped.frames == {"Produce": {"4": 1, "5": 1}}
+    assert drop.spec.took_effect(dropped) == (
+        True,
+        "swallowed responses: 2 Produce on 2 connection(s)",
+    )
+    delayed = delay.evidence()
+    assert delayed.delay_ms == pytest.approx(20)
+    assert delay.spec.took_effect(delayed) == (
+        True,
+        "delayed 1 Metadata on 1 connection(s), 20 ms added in all",
+    )
+    assert idle.spec.took_effect(idle.evidence()) == (
+        False,
+        "reset never fired (no matching traffic)",
+    )
+    assert drop.describe()["evidence"]["frames"] == {"Produce": {"4": 1, "5": 1}}

@@ -47,14 +47,14 @@ def test_failed_requests_are_not_applied_and_everything_is_logged(refbroker: Run
     assert refbroker.counters()["faults"]["requests_failed"] == {"Produce": 1}
 
 
-def test_legacy_mode_appends_duplicates_and_delete_restores_the_rules(
+def test_legacy_rules_append_duplicates_and_delete_restores_the_rules(
     refbroker: RunningBroker,
 ) -> None:
     refbroker.create_topic("legacy", 1)
     with refbroker.client() as client:
         pid, epoch = init_producer_id(client)
         assert send_one(client, "legacy", pid, epoch, 0) == "NONE"
-        assert refbroker.fault(kind="legacy-mode", enabled=True)["rules"] == "legacy"
+        assert refbroker.fault(kind="rules", rules="legacy")["rules"] == "legacy"
         assert send_one(client, "legacy", pid, epoch, 0) == "NONE"  # appended again
         assert refbroker.control("DELETE", "/faults")[0] == 200
         assert refbroker.control("GET", "/faults")[1]["rules"] == "kafka-3.9"
@@ -104,7 +104,7 @@ def test_clearing_faults_restores_the_configured_broker(start_refbroker: StartBr
     broker = start_refbroker("--retained-batches", "2")
     assert broker.control("GET", "/faults")[1]["retained_batches"] == 2
     broker.fault(kind="retained-batches", count=7)
-    broker.fault(kind="legacy-mode", enabled=True)
+    broker.fault(kind="rules", rules="kafka-2.0")
     assert broker.control("GET", "/faults")[1]["retained_batches"] == 7
     assert broker.control("DELETE", "/faults")[0] == 200
     state = broker.control("GET", "/faults")[1]

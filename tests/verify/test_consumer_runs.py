@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from eoslab.admin import create_topic
 from eoslab.clock import now_ms
+from eoslab.run_context import RunContext
 from eoslab.rundir import CONSUMER_ANOMALIES, PRODUCER_ANOMALIES, RunDir, RunInfo, new_run_id
 from eoslab.runtime.local import LocalRuntime
 from eoslab.verify.checker import verify_run
@@ -111,12 +112,16 @@ def consume(produced: Produced, mode: str, root: Path) -> tuple[RunDir, dict[str
             crash_after_effects={0: CRASH_AT},
             idle_exit_s=60.0,
         ),
-        run_dir=run,
-        run_id=info.run_id,
-        bootstrap=info.bootstrap,
-        topic=info.topic,
-        partitions=PARTITIONS,
-        seed=SEED,
+        RunContext(
+            run_id=info.run_id,
+            run_dir=run,
+            target="kafka",
+            lab_target="kafka",
+            bootstrap=info.bootstrap,
+            topic=info.topic,
+            partitions=PARTITIONS,
+            seed=SEED,
+        ),
     )
     workload.start()
     try:

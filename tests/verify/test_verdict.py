@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from eoslab.rundir import GxOutcome, VerdictLinks
+from eoslab.fault_events import FaultEffect
+from eoslab.rundir import GxOutcome, RunInfo, VerdictLinks, VerdictStatus
 from eoslab.verify.verdict import (
     ExpectationError,
     build_verdict,
@@ -17,6 +18,53 @@ NO_GX = GxOutcome(
     success=True, agrees_with_anomalies=True, suites={}, expectations=[], data_docs=None
 )
 NO_LINKS = VerdictLinks(anomalies={}, metrics="metrics.json", data_docs=None)
+INFO = RunInfo(
+    run_id="r",
+    scenario="s",
+    target="kafka",
+    bootstrap="127.0.0.1:1",
+    topic="t",
+    partitions=1,
+    seed=0,
+    started_ms=0,
+)
+
+
+def _effect(took_effect: bool) -> FaultEffect:
+    return FaultEffect(
+        step=0,
+        kind="kill",
+        target="kafka-1",
+        took_effect=took_effect,
+        evidence="pid 7 killed (SIGKILL)"
+        if took_effect
+        else "skipped: the workload finished first",
+    )
+
+
+def test_a_fault_without_effect_makes_the_run_invalid_whatever_the_checks_say() -> None:
+    """A green cell promises the fault happened: a step that never fired (or did nothing)
+    makes the run invalid, never "conforms"; so do the run's own problems."""
+    clean = judge(expected_checks({}), {}, {})
+    dirty = judge(expected_checks({}), {"lost": 2}, {})
+    took = INFO.model_copy(update={"faults": [_effect(True)]})
+    missed = INFO.model_copy(update={"faults": [_effect(False)]})
+    troubled = INFO.model_copy(update={"problems": ["the run did not finish within 120 s"]})
+
+    assert build_verdict(took, checks=clean, gx=NO_GX, links=NO_LINKS).status == "conforms"
+    assert build_verdict(took, checks=dirty, gx=NO_GX, links=NO_LINKS).status == (
+        "does not conform"
+    )
+    for info, reason in (
+        (missed, "step 0 (kill kafka-1): skipped: the workload finished first"),
+        (troubled, "the run did not finish within 120 s"),
+    ):
+        for checks in (clean, dirty):
+            verdict = build_verdict(info, checks=checks, gx=NO_GX, links=NO_LINKS)
+            assert verdict.status is VerdictStatus.INVALID
+            assert not verdict.conforms
+            assert verdict.invalid == [reason]
+            assert verdict.status.exit_code == 3
 
 
 @pytest.mark.parametrize(
@@ -69,12 +117,8 @@ def test_a_negative_control_conforms_because_its_anomaly_was_found() -> None:
     found = judge(expected, {"duplicate": 1}, {"duplicate": [example]})
     clean = judge(expected, {}, {})
 
-    found_verdict = build_verdict(
-        run_id="r", scenario="s", target="kafka", checks=found, gx=NO_GX, links=NO_LINKS
-    )
-    clean_verdict = build_verdict(
-        run_id="r", scenario="s", target="kafka", checks=clean, gx=NO_GX, links=NO_LINKS
-    )
+    found_verdict = build_verdict(INFO, checks=found, gx=NO_GX, links=NO_LINKS)
+    clean_verdict = build_verdict(INFO, checks=clean, gx=NO_GX, links=NO_LINKS)
 
     assert found_verdict.conforms
     assert not clean_verdict.conforms
@@ -85,9 +129,7 @@ def test_mismatches_carry_at_most_five_examples() -> None:
     examples = [{"partition": 0, "offset": offset, "seq": offset} for offset in range(9)]
     checks = judge(expected_checks({}), {"lost": 9}, {"lost": examples})
 
-    verdict = build_verdict(
-        run_id="r", scenario="s", target="kafka", checks=checks, gx=NO_GX, links=NO_LINKS
-    )
+    verdict = build_verdict(INFO, checks=checks, gx=NO_GX, links=NO_LINKS)
 
     assert not verdict.conforms
     (mismatch,) = verdict.mismatches

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from eoslab.run_context import RunContext
 from eoslab.rundir import RunDir
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import ConsumerWorkload
@@ -20,12 +21,16 @@ NOWHERE = "127.0.0.1:9"
 def nowhere(tmp_path: Path, **spec: float) -> ConsumerWorkload:
     return ConsumerWorkload(
         ConsumerWorkloadSpec(mode="commit-after", **spec),
-        run_dir=RunDir(tmp_path / "run").create(),
-        run_id="run",
-        bootstrap=NOWHERE,
-        topic="absent",
-        partitions=1,
-        seed=0,
+        RunContext(
+            run_id="run",
+            run_dir=RunDir(tmp_path / "run").create(),
+            target="kafka",
+            lab_target="kafka",
+            bootstrap=NOWHERE,
+            topic="absent",
+            partitions=1,
+            seed=0,
+        ),
     )
 
 

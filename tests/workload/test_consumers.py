@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 
 from eoslab.admin import create_topic
 from eoslab.clock import wait_until
+from eoslab.run_context import RunContext
 from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, RunDir, message_id, new_run_id
 from eoslab.runtime.local import LocalRuntime
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
@@ -101,12 +102,16 @@ def consumers(lab: LocalRuntime, tmp_path: Path) -> Iterator[Any]:
         group = f"eoslab-test-{uuid.uuid4().hex[:8]}"
         workload = ConsumerWorkload(
             ConsumerWorkloadSpec(**{"idle_exit_s": 60.0, "group": group, **spec}),
-            run_dir=RunDir(tmp_path / f"run-{len(started)}").create(),
-            run_id=run_id,
-            bootstrap=lab.config.bootstrap_servers,
-            topic=topic,
-            partitions=PARTITIONS,
-            seed=SEED,
+            RunContext(
+                run_id=run_id,
+                run_dir=RunDir(tmp_path / f"run-{len(started)}").create(),
+                target="kafka",
+                lab_target="kafka",
+                bootstrap=lab.config.bootstrap_servers,
+                topic=topic,
+                partitions=PARTITIONS,
+                seed=SEED,
+            ),
         )
         started.append(workload)
         workload.start()

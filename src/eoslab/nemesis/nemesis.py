@@ -1,26 +1,33 @@
-"""The nemesis: plays timeline steps on the lab, logs each to faults.jsonl, and heals.
+"""The nemesis: plays timeline steps on the lab, logs each to faults.jsonl, judges whether each
+took effect, and heals.
 
 Process faults go through the lab runtime (kill -9, SIGSTOP/SIGCONT, restart), network faults
 through the chaos proxy's control API, state faults through the reference broker's, producer
-crashes through the workload. Each step says how to undo what it broke
-(:meth:`Nemesis.broke`); its end undoes it, and :meth:`Nemesis.heal` undoes whatever is
-still broken, last broken first, even when the run fails halfway.
+and consumer faults through the workloads. Each step says how to undo what it broke
+(:meth:`Nemesis.broke`); its end undoes it, and :meth:`Nemesis.heal` ends whatever is still
+broken, last broken first, even when the run fails halfway.
+
+Every step also says what it saw (:meth:`Nemesis.judge`): the pid it killed and that the
+process died, the frames the proxy dropped, the fault the reference broker consumed. When the
+run is over, :meth:`Nemesis.effects` turns that into one :class:`FaultEffect` per step of the
+timeline: a step that was skipped, failed, or did nothing observable did **not** take effect,
+and the run's verdict is then invalid.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eoslab.admin import LeaderLookupError, group_coordinator, leader_of
+from eoslab.admin import LeaderLookupError, find_leader, group_coordinator, leader_of
 from eoslab.clock import now_ms
-from eoslab.nemesis.steps.base import COORDINATOR, LEADER
-from eoslab.nemesis.timeline import ResolvedStep
+from eoslab.fault_events import FaultEffect, FaultEvent, FaultPhase, append_event
+from eoslab.nemesis.steps.base import COORDINATOR, FOLLOWERS, LEADER, ResolvedStep
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
-from eoslab.rundir import LabTarget, RunDir
+from eoslab.run_context import RunContext
 from eoslab.runtime.lab import ProcessFaults
 from eoslab.runtime.topology import REFBROKER_SERVICE, kafka_service
 from eoslab.workload.consumer_workload import ConsumerWorkload
@@ -33,30 +40,38 @@ class NemesisError(RuntimeError):
 
 @dataclass
 class _Damage:
+    step: ResolvedStep
     repair: str
     undo: Callable[[], object]
     memo: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class _Record:
+    """What became of one step: when it ran, what it saw, and the judgement."""
+
+    started_ms: int | None = None
+    ended_ms: int | None = None
+    took_effect: bool | None = None
+    evidence: str = ""
+    observed: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None
+    skipped: str | None = None
+
+
 class Nemesis:
     def __init__(
         self,
+        context: RunContext,
         *,
-        run_dir: RunDir,
-        target: LabTarget,
         runtime: ProcessFaults,
-        bootstrap: str,
-        topic: str,
         proxy: ProxyControl,
         refbroker: RefbrokerControl | None,
         workload: Workload | None = None,
         consumers: ConsumerWorkload | None = None,
     ) -> None:
-        self.run_dir = run_dir
-        self.target = target
+        self.context = context
         self.runtime = runtime
-        self.bootstrap = bootstrap
-        self.topic = topic
         self._proxy = proxy
         self._refbroker = refbroker
         self._workload = workload
@@ -64,39 +79,80 @@ class Nemesis:
         self._lock = threading.Lock()
         self._services: dict[int, str] = {}
         self._damage: dict[int, _Damage] = {}
+        self._records: dict[int, _Record] = {}
+        self._healing = False
         self.errors: list[str] = []
         """Steps that failed (also in faults.jsonl); the run goes on and reports them."""
 
     # ---------------------------------------------------------------- StepExecutor
     def start(self, step: ResolvedStep) -> None:
+        self._record(step).started_ms = now_ms()
         try:
             step.step.start(self, step)
         except Exception as error:
-            self.errors.append(f"step {step.index} ({step.kind}) start: {error}")
-            self.log(step.kind, step.target, "instant", step=step.index, error=str(error))
+            self._failed(step, "start", error)
 
     def end(self, step: ResolvedStep) -> None:
         try:
             step.step.end(self, step)
         except Exception as error:
-            self.errors.append(f"step {step.index} ({step.kind}) end: {error}")
-            self.log(step.kind, step.target, "end", step=step.index, error=str(error))
+            self._failed(step, "end", error)
+        finally:
+            self._record(step).ended_ms = now_ms()
 
     def skip(self, step: ResolvedStep, reason: str) -> None:
-        self.log(step.kind, step.target, "instant", step=step.index, skipped=reason)
+        self._record(step).skipped = reason
+        self.log(step, FaultPhase.SKIPPED, reason=reason)
+
+    def _failed(self, step: ResolvedStep, when: str, error: Exception) -> None:
+        message = f"step {step.index} ({step.kind}) {when}: {error}"
+        self.errors.append(message)
+        record = self._record(step)
+        record.failure = record.failure or f"{when} failed: {error}"
+        self.log(step, FaultPhase.FAILED, error=str(error), at=when)
+
+    def _record(self, step: ResolvedStep) -> _Record:
+        with self._lock:
+            return self._records.setdefault(step.index, _Record())
 
     # ---------------------------------------------------------------- StepContext
-    def log(self, kind: str, target: str | None, phase: str, **detail: Any) -> None:
-        self.run_dir.append_jsonl(
-            self.run_dir.faults_jsonl,
-            {"ts_ms": now_ms(), "kind": kind, "target": target, "phase": phase, "detail": detail},
+    def log(
+        self,
+        step: ResolvedStep,
+        phase: FaultPhase | str,
+        *,
+        kind: str | None = None,
+        target: str | None = None,
+        **detail: Any,
+    ) -> None:
+        """One line of faults.jsonl for ``step``: its kind and resolved target unless told."""
+        if self._healing and phase == FaultPhase.END:
+            detail["healed"] = True
+        event = FaultEvent(
+            ts_ms=now_ms(),
+            step=step.index,
+            kind=kind or step.kind,
+            target=target if target is not None else self._known_service(step),
+            phase=FaultPhase(phase),
+            detail=detail,
         )
+        append_event(self.context.run_dir.faults_jsonl, event)
+
+    def judge(self, step: ResolvedStep, took_effect: bool, evidence: str, **observed: Any) -> None:
+        """What the step saw, and whether that shows it took effect; a later judgement of the
+        same step (at its end) replaces the verdict and adds to what was observed."""
+        record = self._record(step)
+        record.took_effect = took_effect
+        record.evidence = evidence
+        record.observed.update(observed)
+
+    def observe(self, step: ResolvedStep, **observed: Any) -> None:
+        self._record(step).observed.update(observed)
 
     def service(self, step: ResolvedStep) -> str:
-        """The step's service; "leader" is looked up once, when the step starts."""
-        with self._lock:
-            known = self._services.get(step.index)
-        if known is not None:
+        """The step's service; "leader" and "coordinator" are looked up once, at its start."""
+        known = self._known_service(step)
+        if known is not None and known not in (LEADER, COORDINATOR, FOLLOWERS):
             return known
         service = step.target
         if service == LEADER:
@@ -109,21 +165,45 @@ class Nemesis:
             self._services[step.index] = service
         return service
 
+    def services(self, step: ResolvedStep) -> list[str]:
+        """The step's service, or for ``followers`` every other replica of its partition
+        (looked up once, at its start)."""
+        if step.target != FOLLOWERS:
+            return [self.service(step)]
+        with self._lock:
+            known = self._services.get(step.index)
+        if known is None:
+            if self.context.lab_target == "refbroker":
+                raise NemesisError("the reference broker is one node: a partition has no followers")
+            partition = getattr(step.step, "partition", 0)
+            try:
+                found = find_leader(self.context.bootstrap, self.context.topic, partition)
+            except LeaderLookupError as error:
+                raise NemesisError(str(error)) from error
+            known = ",".join(kafka_service(f) for f in found.followers)
+            with self._lock:
+                self._services[step.index] = known
+        return known.split(",") if known else []
+
+    def _known_service(self, step: ResolvedStep) -> str | None:
+        with self._lock:
+            return self._services.get(step.index, step.target)
+
     def leader_of(self, partition: int) -> str:
         """The service leading ``partition`` of the run's topic now."""
-        if self.target == "refbroker":
+        if self.context.lab_target == "refbroker":
             return REFBROKER_SERVICE
         try:
-            return kafka_service(leader_of(self.bootstrap, self.topic, partition))
+            return kafka_service(leader_of(self.context.bootstrap, self.context.topic, partition))
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
 
     def coordinator(self) -> str:
         """The service coordinating the run's consumer group now."""
-        if self.target == "refbroker":
+        if self.context.lab_target == "refbroker":
             return REFBROKER_SERVICE
         try:
-            return kafka_service(group_coordinator(self.bootstrap, self.consumers().group))
+            return kafka_service(group_coordinator(self.context.bootstrap, self.consumers().group))
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
 
@@ -131,7 +211,7 @@ class Nemesis:
         self, step: ResolvedStep, repair: str, undo: Callable[[], object], **memo: Any
     ) -> None:
         with self._lock:
-            self._damage[step.index] = _Damage(repair, undo, memo)
+            self._damage[step.index] = _Damage(step, repair, undo, memo)
 
     def memo(self, step: ResolvedStep) -> dict[str, Any]:
         with self._lock:
@@ -163,19 +243,55 @@ class Nemesis:
         return self._consumers
 
     # ---------------------------------------------------------------- heal
-    def heal(self) -> list[str]:
-        """Undo whatever is still broken, last broken first. Tries everything; returns what
-        failed (also logged)."""
+    def heal(self) -> None:
+        """End every step whose fault is still in place, last broken first, as its own end
+        would (so its evidence is read too); when an end fails, what it broke is undone bare.
+        Tries everything; what failed goes to :attr:`errors` (and faults.jsonl)."""
         with self._lock:
             outstanding = list(self._damage.values())[::-1]
-            self._damage.clear()
-        problems = []
-        for damage in outstanding:
-            try:
-                damage.undo()
-            except Exception as error:
-                problems.append(f"{damage.repair}: {error}")
-                self.log("heal", None, "instant", action=damage.repair, error=str(error))
-            else:
-                self.log("heal", None, "instant", action=damage.repair)
-        return problems
+        self._healing = True
+        try:
+            for damage in outstanding:
+                self.end(damage.step)
+                self._undo_bare(damage)
+        finally:
+            self._healing = False
+
+    def _undo_bare(self, damage: _Damage) -> None:
+        """Undo what a step broke if its end left it broken (the end failed before repairing)."""
+        with self._lock:
+            left = self._damage.pop(damage.step.index, None)
+        if left is None:
+            return
+        try:
+            left.undo()
+        except Exception as error:
+            self._failed(left.step, f"heal ({left.repair})", error)
+
+    # ---------------------------------------------------------------- evidence
+    def effects(self, steps: Iterable[ResolvedStep]) -> list[FaultEffect]:
+        """One judgement per step of the timeline (call once the run is over)."""
+        return [self._effect(step) for step in steps]
+
+    def _effect(self, step: ResolvedStep) -> FaultEffect:
+        with self._lock:
+            record = self._records.get(step.index, _Record())
+        took_effect, evidence = bool(record.took_effect), record.evidence
+        if record.skipped is not None:
+            took_effect, evidence = False, f"skipped: {record.skipped}"
+        elif record.started_ms is None:
+            took_effect, evidence = False, "never started: the run ended before its trigger"
+        elif record.failure is not None and not record.took_effect:
+            took_effect, evidence = False, record.failure
+        elif record.took_effect is None:
+            took_effect, evidence = False, "the step recorded no evidence of its effect"
+        return FaultEffect(
+            step=step.index,
+            kind=step.kind,
+            target=self._known_service(step),
+            took_effect=took_effect,
+            evidence=evidence,
+            observed=record.observed,
+            started_ms=record.started_ms,
+            ended_ms=record.ended_ms,
+        )

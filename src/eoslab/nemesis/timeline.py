@@ -19,28 +19,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from eoslab.nemesis.steps import AnyStep
-from eoslab.nemesis.steps.base import COORDINATOR, LEADER, RANDOM_BROKER
+from eoslab.nemesis.steps.base import COORDINATOR, LEADER, RANDOM_BROKER, ResolvedStep
 from eoslab.rundir import LabTarget
 from eoslab.runtime.topology import REFBROKER_SERVICE, brokers_of
-
-
-class ResolvedStep(BaseModel):
-    """One step for one run: trigger and end fixed, random choices made."""
-
-    model_config = ConfigDict(frozen=True)
-
-    index: int
-    kind: str
-    at_s: float | None
-    after_acked: int | None
-    duration_s: float | None
-    target: str | None
-    """A service name, "leader" or "coordinator" (looked up at start), "*" (every proxy route)
-    or None."""
-    step: AnyStep
 
 
 def resolve(steps: Sequence[AnyStep], target: LabTarget, seed: int) -> list[ResolvedStep]:

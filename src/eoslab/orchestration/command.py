@@ -25,7 +25,7 @@ from rich.table import Table
 from eoslab.console import console, fail, identifier_column, log_tail
 from eoslab.orchestration.matrix import MATRICES, Cell, MatrixError, plan
 from eoslab.orchestration.progress import CellProgress, Phase, watch
-from eoslab.report.render import read_summary
+from eoslab.report.render import exit_code, read_summary
 from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.runtime.local import LocalRuntime
@@ -62,8 +62,8 @@ def matrix(
 ) -> None:
     """Run the matrix through Airflow against the running lab; shows each cell's phase, then
     the matrix and its report. Airflow's output goes to a log file named at the end (``-v``
-    shows it). Exits 0 when every cell conforms, 2 when one does not, 1 when the matrix could
-    not run."""
+    shows it). Exits 0 when every cell conforms, 3 when one is invalid (a fault that did not
+    take effect), else 2 when one does not conform, 1 when the matrix could not run."""
     request: dict[str, object] = {
         "matrix": which,
         "scenarios": scenarios or [],
@@ -101,14 +101,15 @@ def matrix(
             + logs
         )
     summary = read_summary(index)
+    invalid = f", {summary['invalid']} invalid" if summary.get("invalid") else ""
     console.print(
-        f"{summary['conforming']} of {summary['cells']} cells conform. Report: {index}",
+        f"{summary['conforming']} of {summary['cells']} cells conform{invalid}. Report: {index}",
         soft_wrap=True,  # a path stays on one line, whatever the width
     )
     if not verbose:
         console.print(logs, highlight=False, soft_wrap=True)
-    if not summary["conforms"]:
-        raise typer.Exit(code=2)
+    if code := exit_code(summary):
+        raise typer.Exit(code=code)
 
 
 POLL_S = 1.0
@@ -148,7 +149,11 @@ def _matrix_table(progress: list[CellProgress]) -> Table:
     for column in ("phase", "records", "elapsed"):
         table.add_column(column, justify="right" if column != "phase" else "left")
     table.add_column("mismatches")
-    colours = {Phase.CONFORMS: "green", Phase.DOES_NOT_CONFORM: "bold red"}
+    colours = {
+        Phase.CONFORMS: "green",
+        Phase.DOES_NOT_CONFORM: "bold red",
+        Phase.INVALID: "bold red",
+    }
     for cell in progress:
         colour = colours.get(cell.phase, "yellow")
         table.add_row(

@@ -41,6 +41,8 @@ class Cell:
     records: int | None = None
     mode: HandlerMode | None = None
     """The consumers' handler mode; None: producers only."""
+    client: str | None = None
+    """An older librdkafka for the producers (a scenario's ``clients``); None: the workload's."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,7 +52,8 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
     """The cells of a matrix request (a DAG run's conf): ``matrix`` "default" or "full", or
     explicit ``scenarios``; optional ``targets`` to narrow them, ``modes`` to run every chosen
     scenario with consumers in those handler modes instead of its own, and ``records`` per cell
-    (the default matrix uses :data:`DEFAULT_RECORDS` unless told otherwise)."""
+    (the default matrix uses :data:`DEFAULT_RECORDS` unless told otherwise). A scenario that
+    names older clients gets a cell per client too (not with ``modes``)."""
     matrix = request.get("matrix", "default")
     if matrix not in MATRICES:
         raise MatrixError(f"unknown matrix {matrix!r}; choose one of {', '.join(MATRICES)}")
@@ -75,10 +78,12 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
         runs: list[HandlerMode | None] = list(modes) or scenario.run_modes
         if matrix == "full" and not modes:
             runs += END_TO_END.get(name, ())
+        clients: list[str | None] = [None, *([] if modes else scenario.clients)]
         cells += [
-            Cell(name, target, records, mode)
+            Cell(name, target, records, mode, client)
             for target in targets
             if target in scenario.targets
             for mode in runs
+            for client in clients
         ]
     return cells

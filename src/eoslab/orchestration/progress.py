@@ -2,8 +2,8 @@
 
 A cell has no run directory while it waits for the lab; its run.json appears when its
 workload starts (``running``), gets ``ended_ms`` when the workload and the nemesis are done
-(``checking``), and its verdict.json when the checker is done (``conforms`` or ``does not
-conform``). Records are the history's rows so far, read from the Parquet footers.
+(``checking``), and its verdict.json when the checker is done (``conforms``, ``does not
+conform`` or ``invalid``: a fault that did not take effect). Records are the history's rows so far, read from the Parquet footers.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ class Phase(StrEnum):
     CHECKING = "checking"
     CONFORMS = "conforms"
     DOES_NOT_CONFORM = "does not conform"
+    INVALID = "invalid"
 
     @property
     def done(self) -> bool:
-        return self in (Phase.CONFORMS, Phase.DOES_NOT_CONFORM)
+        return self in (Phase.CONFORMS, Phase.DOES_NOT_CONFORM, Phase.INVALID)
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class CellProgress:
 
 
 def label(cell: Cell) -> str:
-    return f"{cell_name(cell.scenario, cell.mode)}/{cell.target}"
+    return f"{cell_name(cell.scenario, cell.mode, cell.client)}/{cell.target}"
 
 
 def _progress(name: str, run: RunDir, info: RunInfo) -> CellProgress:
@@ -52,10 +53,10 @@ def _progress(name: str, run: RunDir, info: RunInfo) -> CellProgress:
         verdict = run.read_verdict()
         return CellProgress(
             name,
-            Phase.CONFORMS if verdict.conforms else Phase.DOES_NOT_CONFORM,
+            Phase(verdict.status.value),
             run.history_rows(),
             (verdict.checked_ms - info.started_ms) / 1000,
-            tuple(m.summary for m in verdict.mismatches),
+            tuple(verdict.invalid) + tuple(m.summary for m in verdict.mismatches),
             run.path,
         )
     phase = Phase.RUNNING if info.ended_ms is None else Phase.CHECKING
@@ -73,7 +74,7 @@ def watch(cells: Iterable[Cell], runs_dir: Path) -> list[CellProgress]:
         try:
             info = run.read_info()
             mode = info.consumption.mode if info.consumption else None
-            name = f"{cell_name(info.scenario, mode)}/{info.target}"
+            name = f"{cell_name(info.scenario, mode, info.client)}/{info.target}"
             found[name] = _progress(name, run, info)
         except (OSError, ValueError, ValidationError):
             continue

@@ -32,10 +32,6 @@ class LabUnhealthyError(RuntimeError):
     """The target the DAG run needs is not reachable: the run would only hang or time out."""
 
 
-class RunIncompleteError(RuntimeError):
-    """The scenario run did not go as the scenario says (timeout, nemesis or heal errors)."""
-
-
 class CheckerOutputError(RuntimeError):
     """The checker left no verdict (its Spark failed), or GX and its anomaly tables disagree."""
 
@@ -100,9 +96,12 @@ def run_scenario(
     seed: int | None = None,
     producer_overrides: Mapping[str, Any] | None = None,
     mode: str | None = None,
+    client: str | None = None,
     runs_dir: str | None = None,
 ) -> str:
-    """Topic, workload ∥ nemesis, heal (what `eoslab run` does); returns the run directory."""
+    """Topic, workload ∥ nemesis, heal (what `eoslab run` does); returns the run directory. A
+    run that went wrong or whose faults did not all take effect is checked all the same: its
+    verdict says it is invalid, and why."""
     config = lab_config()
     result = execute(
         scenario_with(scenario, producer_overrides, seed),
@@ -112,17 +111,21 @@ def run_scenario(
         runs_root=Path(runs_dir) if runs_dir else runs_root(),
         records=records,
         mode=handler_mode(mode),
+        client=client or None,
         show_progress=False,
     )
     run_dir = str(result.run_dir.path)
     log.info("run directory: %s", run_dir)
-    if result.problems:
-        raise RunIncompleteError(f"the run in {run_dir} went wrong: " + "; ".join(result.problems))
+    for fault in result.info.faults:
+        log.info("fault %s: %s", fault.summary, "took effect" if fault.took_effect else "NO EFFECT")
+    for reason in result.invalid_because:
+        log.warning("the run is invalid: %s", reason)
     return run_dir
 
 
 class RunNotConformingError(RuntimeError):
-    """The checker's verdict: the run does not conform (its task is red, the next ones run)."""
+    """The checker's verdict: the run does not conform, or is invalid (its task is red, the
+    next ones run)."""
 
 
 def check_run(run_dir: str, remote: str | None) -> dict[str, Any]:
@@ -134,8 +137,8 @@ def check_run(run_dir: str, remote: str | None) -> dict[str, Any]:
     log.info("checked %s: GX data docs %s", verdict.run_id, verdict.links.data_docs)
     if not verdict.conforms:
         raise RunNotConformingError(
-            f"{verdict.run_id} does not conform: "
-            + "; ".join(m.summary for m in verdict.mismatches)
+            f"{verdict.run_id} {verdict.status}: "
+            + "; ".join([*verdict.invalid, *(m.summary for m in verdict.mismatches)])
         )
     return {"run_id": verdict.run_id, "conforms": verdict.conforms}
 
@@ -182,9 +185,13 @@ def publish_verdict(run_dir: str) -> dict[str, Any]:
             check.observed,
             "ok" if check.conforms else "MISMATCH",
         )
+    for fault in verdict.faults:
+        log.info("fault %s: %s", fault.summary, "took effect" if fault.took_effect else "NO EFFECT")
     return {
         "run_dir": run_dir,
         "run_id": verdict.run_id,
+        "status": str(verdict.status),
         "conforms": verdict.conforms,
+        "invalid": verdict.invalid,
         "mismatches": [m.name for m in verdict.mismatches],
     }

@@ -56,6 +56,7 @@ def run_scenario(
     seed: int | None = None,
     producer_overrides: dict[str, Any] | None = None,
     mode: str | None = None,
+    client: str | None = None,
     runs_dir: str | None = None,
 ) -> str:
     """Create the topic and run the workloads ∥ nemesis (`eoslab run`); returns the run dir."""
@@ -66,6 +67,7 @@ def run_scenario(
         seed=seed,
         producer_overrides=producer_overrides,
         mode=mode,
+        client=client,
         runs_dir=runs_dir,
     )
 
@@ -74,7 +76,7 @@ def run_scenario(
 @task(execution_timeout=CHECKER_TIMEOUT, retries=0)
 def spark_checker(run_dir: str) -> dict[str, Any]:
     """The checker on the ``eoslab_spark`` Spark Connect connection (the lab's warm Spark);
-    red when the run does not conform."""
+    red when the run does not conform or is invalid."""
     return steps.check_run(run_dir, remote=spark_connect_url())
 
 
@@ -112,10 +114,12 @@ def report(run_dir: str) -> str:
 
 @task(execution_timeout=PUBLISH_TIMEOUT, retries=0)
 def conformance(headline: dict[str, Any]) -> None:
-    """Red when the run does not conform, so the DAG run's colour is the verdict."""
+    """Red when the run does not conform or is invalid, so the DAG run's colour is the
+    verdict."""
     if not headline["conforms"]:
         raise MatrixNotConformingError(
-            f"{headline['run_id']} does not conform: {', '.join(headline['mismatches'])}"
+            f"{headline['run_id']} {headline['status']}: "
+            + "; ".join([*headline["invalid"], *headline["mismatches"]])
         )
 
 
@@ -124,8 +128,12 @@ def plan_cells(request: dict[str, Any], night: str) -> list[dict[str, Any]]:
     """The matrix cells the DAG run's params select; every run dir goes under one folder."""
     runs_dir = str(runs_root() / f"nightly-{night}")
     cells = [{**cell.to_json(), "runs_dir": runs_dir} for cell in plan(request)]
-    log.info("%d cells: %s", len(cells), [(c["scenario"], c["mode"], c["target"]) for c in cells])
+    log.info("%d cells: %s", len(cells), [_cell_key(c) for c in cells])
     return cells
+
+
+def _cell_key(cell: dict[str, Any]) -> tuple[str, str | None, str | None, str]:
+    return (cell["scenario"], cell["mode"], cell.get("client"), cell["target"])
 
 
 @task(trigger_rule=TriggerRule.ALL_DONE, execution_timeout=PUBLISH_TIMEOUT, retries=0)
@@ -143,14 +151,10 @@ def nightly_report(night: str) -> dict[str, Any]:
 @task(execution_timeout=PUBLISH_TIMEOUT, retries=0)
 def matrix_conforms(summary: dict[str, Any], expected_cells: list[dict[str, Any]]) -> None:
     """Red unless every planned cell has a run and every run conforms."""
-    done = {(c["scenario"], c["mode"], c["target"]) for c in summary["cells"]}
-    missing = [
-        (c["scenario"], c["mode"], c["target"])
-        for c in expected_cells
-        if (c["scenario"], c["mode"], c["target"]) not in done
-    ]
+    done = {_cell_key(c) for c in summary["cells"]}
+    missing = [_cell_key(c) for c in expected_cells if _cell_key(c) not in done]
     bad = [
-        f"{cell_name(c['scenario'], c['mode'])}/{c['target']}: {c['message']}"
+        f"{cell_name(c['scenario'], c['mode'], c.get('client'))}/{c['target']}: {c['message']}"
         for c in summary["cells"]
         if c["status"] != "conforms"
     ]

@@ -12,8 +12,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from eoslab.control.fault_log import FaultLog
-from eoslab.proxy.fault_spec import Direction
-from eoslab.proxy.faults import FaultTable, FrameContext, FrameVerdict
+from eoslab.proxy.faults.spec import Direction, FrameContext, FrameVerdict
+from eoslab.proxy.faults.table import FaultTable
 from eoslab.proxy.framing import (
     FRAME_SIZE,
     REQUEST_HEADER_PREFIX,
@@ -215,7 +215,13 @@ class ProxiedConnection:
             api_key, api_version, correlation_id = self._seen(buffer, start, end - start, direction)
             if faults:
                 frame = FrameContext(
-                    self.route, direction, api_key, api_version, correlation_id, end - start
+                    self.route,
+                    direction,
+                    api_key,
+                    api_version,
+                    correlation_id,
+                    end - start,
+                    self.id,
                 )
                 verdict = self._services.faults.judge(frame, faults)
                 if verdict is not None:
@@ -261,7 +267,7 @@ class ProxiedConnection:
     ) -> bool:
         """Carry out a verdict on one frame; False once the connection has been reset."""
         for fault, delay_s in verdict.hits:
-            self._services.fault_log.record(**fault.frame_entry(frame, self.id, delay_s))
+            self._services.fault_log.record(**fault.frame_entry(frame, delay_s))
         if verdict.hold:
             await outbox.drain()
             await self._services.gate.wait_open(self.route)

@@ -1,7 +1,9 @@
 """The proxy's control API (JSON over HTTP on 127.0.0.1, default port 8474).
 
 POST   /faults        a fault spec → {"id": "f1"}       (400 names the invalid field)
-GET    /faults        [{"id", "spec", "matched", "injected", "exhausted"}, ...]
+GET    /faults        [{"id", "spec", "matched", "injected", "exhausted", "evidence"}, ...]
+GET    /faults/<id>   one of them                       (404 if unknown; faults stay listed,
+                                                          with their evidence, until removed)
 DELETE /faults/<id>   remove one fault                  (404 if unknown)
 DELETE /faults        remove all faults
 GET    /counters      {"routes": {route: {...}}, "faults": {id: {"matched", "injected"}}}
@@ -13,7 +15,7 @@ from __future__ import annotations
 from http import HTTPStatus
 
 from eoslab.control.http import HttpError, JsonHttpServer, json_object
-from eoslab.proxy.fault_spec import FaultSpecError
+from eoslab.proxy.faults.spec import FaultSpecError
 from eoslab.proxy.server import ChaosProxy
 
 
@@ -28,6 +30,12 @@ def control_api(proxy: ChaosProxy) -> JsonHttpServer:
         if not proxy.faults.remove(fault_id):
             raise HttpError(HTTPStatus.NOT_FOUND, f"no fault {fault_id!r}")
         return {"removed": fault_id}
+
+    def one(fault_id: str) -> dict[str, object]:
+        for fault in proxy.faults:
+            if fault.id == fault_id:
+                return fault.describe()
+        raise HttpError(HTTPStatus.NOT_FOUND, f"no fault {fault_id!r}")
 
     def clear() -> dict[str, str]:
         proxy.faults.clear()
@@ -48,6 +56,7 @@ def control_api(proxy: ChaosProxy) -> JsonHttpServer:
             ("POST", "/faults"): lambda _params, body: add(body),
             ("GET", "/faults"): lambda _p, _b: [fault.describe() for fault in proxy.faults],
             ("DELETE", "/faults"): lambda _p, _b: clear(),
+            ("GET", "/faults/{fault_id}"): lambda params, _b: one(params["fault_id"]),
             ("DELETE", "/faults/{fault_id}"): lambda params, _b: remove(params["fault_id"]),
             ("GET", "/counters"): lambda _p, _b: counters(),
             ("GET", "/log"): lambda _p, _b: proxy.fault_log.entries(),

@@ -23,6 +23,10 @@ class ProxyControl(JsonControlClient):
         )
         return str(self.call("POST", "/faults", body)["id"])
 
+    def fault(self, fault_id: str) -> dict[str, Any]:
+        """One fault as listed, with its evidence (FaultEvidence's fields)."""
+        return self.call("GET", f"/faults/{fault_id}")
+
     def remove(self, fault_id: str) -> None:
         self.call("DELETE", f"/faults/{fault_id}")
 

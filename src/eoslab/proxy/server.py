@@ -13,8 +13,10 @@ from eoslab.proxy.connection import (
     ProxiedConnection,
     ProxyServices,
 )
-from eoslab.proxy.fault_spec import ANY, FaultSpec, ResetSpec
-from eoslab.proxy.faults import ActiveFault, FaultTable
+from eoslab.proxy.faults.active import ActiveFault
+from eoslab.proxy.faults.reset import ResetSpec
+from eoslab.proxy.faults.spec import ANY, FaultSpec
+from eoslab.proxy.faults.table import FaultTable
 from eoslab.proxy.traffic_counters import TrafficCounters
 from eoslab.settings import HostPort
 
@@ -83,11 +85,10 @@ class ChaosProxy:
 
     def add_fault(self, spec: FaultSpec | dict[str, object]) -> ActiveFault:
         fault = self.faults.add(spec)
-        if isinstance(fault.spec, ResetSpec) and fault.spec.immediate:
+        if isinstance(fault.spec, ResetSpec) and not fault.spec.per_frame():
             for connection in list(self._connections):
                 if fault.concerns_route(connection.route):
-                    fault.matched += 1
-                    fault.injected += 1
+                    fault.acted_on_connection(connection.id)
                     self.fault_log.record(**fault.connection_entry(connection.route, connection.id))
                     connection.reset()
         return fault
@@ -145,9 +146,7 @@ class ChaosProxy:
         """A new connection to a partitioned broker is accepted, then waits for the partition."""
         if self.faults.blackhole_end(route) is None:
             return
-        now = self.faults.clock()
-        for fault in self.faults:
-            if fault.kind == "blackhole" and fault.concerns_route(route) and fault.in_window(now):
-                fault.injected += 1
-                self.fault_log.record(**fault.connection_entry(route, connection_id))
+        for fault in self.faults.blackholes(route):
+            fault.acted_on_connection(connection_id)
+            self.fault_log.record(**fault.connection_entry(route, connection_id))
         await self._services.gate.wait_open(route)

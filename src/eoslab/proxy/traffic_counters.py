@@ -4,7 +4,7 @@ Updated on every frame, so a plain list of four ints per (route, API) rather tha
 """
 
 from eoslab.kafka_api import api_name
-from eoslab.proxy.fault_spec import Direction
+from eoslab.proxy.faults.spec import Direction
 
 REQUEST_FRAMES, REQUEST_BYTES, RESPONSE_FRAMES, RESPONSE_BYTES = range(4)
 UNMATCHED_RESPONSE = -1

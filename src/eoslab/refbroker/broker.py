@@ -101,8 +101,9 @@ class ReferenceBroker:
         log.info("auto-created topic %s with %d partition(s)", topic, AUTO_CREATE_PARTITIONS)
         return True
 
-    def set_legacy_mode(self, enabled: bool) -> Rules:
-        self.storage.rules = Rules.LEGACY if enabled else self.config.rules
+    def set_rules(self, rules: Rules | None) -> Rules:
+        """Judge batches by ``rules`` from now on (None: the configured ones)."""
+        self.storage.rules = rules or self.config.rules
         return self.storage.rules
 
     def clear_faults(self) -> None:
@@ -110,7 +111,7 @@ class ReferenceBroker:
         duplicate-cache size (whatever `--retained-batches` said) restored."""
         self.request_faults.clear()
         self.unavailable_coordinator.clear()
-        self.set_legacy_mode(False)
+        self.set_rules(None)
         self.storage.set_retained_batches(self.config.retained_batches)
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ class BrokerCounters:
     produce_rejected: Counter[str] = field(default_factory=Counter)
     responses_dropped: Counter[str] = field(default_factory=Counter)
     requests_failed: Counter[str] = field(default_factory=Counter)
+    requests_lost: Counter[str] = field(default_factory=Counter)
     connections_closed_on_bad_input: int = 0
     group_events: Counter[str] = field(default_factory=Counter)
     """The group coordinator's: rebalances, members_expired, commits_fenced, ..."""
@@ -35,6 +36,10 @@ class BrokerCounters:
         else:
             self.produce_appended += 1
 
+    def request_fault(self, counter: str, api: str) -> None:
+        """One request met a request fault (``counter``: its ``faults`` entry below)."""
+        getattr(self, counter)[api] += 1
+
     def as_json(self) -> dict[str, object]:
         return {
             "requests": dict(self.requests),
@@ -46,6 +51,7 @@ class BrokerCounters:
             "faults": {
                 "responses_dropped": dict(self.responses_dropped),
                 "requests_failed": dict(self.requests_failed),
+                "requests_lost": dict(self.requests_lost),
             },
             "connections_closed_on_bad_input": self.connections_closed_on_bad_input,
             "groups": dict(self.group_events),

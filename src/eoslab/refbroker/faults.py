@@ -3,28 +3,43 @@ applying itself: a new fault kind touches this file only.
 
 A fault is one JSON object posted to the control API. The request-path faults (lost
 responses, failed requests, an unavailable group coordinator) wait until the server consumes
-them; the state faults (expiry, retained batches, crash-restart, legacy mode, a forced
+them; the state faults (expiry, retained batches, crash-restart, the rule set, a forced
 rebalance, an expired group member) act at once. Every
 application is written to the fault log with a wall-clock timestamp, so the run report can
 draw it on the timeline. Kinds are spelt as the proxy's and the scenario steps' (kebab-case,
 singular): ``drop-response`` is the lost ack wherever it is injected.
+
+Each kind also says, from what the control API showed before and after (:class:`Snapshot`:
+``GET /counters`` and ``GET /faults``) and from what applying it answered, whether it took
+effect (:meth:`took_effect`): a request fault must have been consumed by a request, an expiry
+must have removed a producer. The nemesis asks it when the fault ends.
 """
 
 from __future__ import annotations
 
 import abc
+from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from kio.schema.errors import ErrorCode
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from eoslab.clock import now_ms
 from eoslab.kafka_api import api_name, error_name, parse_api_key, parse_error
+from eoslab.refbroker.producer_state import Rules
 
 if TYPE_CHECKING:
     from eoslab.refbroker.broker import ReferenceBroker
     from eoslab.refbroker.server import KafkaProtocolServer
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The control API's ``/counters`` and ``/faults`` answers at one moment."""
+
+    counters: dict[str, Any]
+    state: dict[str, Any]
 
 
 class _Fault(BaseModel):
@@ -33,6 +48,13 @@ class _Fault(BaseModel):
     @abc.abstractmethod
     def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
         """Act on the broker now; returns what the fault did, for its log entry."""
+
+    def took_effect(
+        self, applied: dict[str, Any], before: Snapshot, after: Snapshot
+    ) -> tuple[bool, str]:
+        """Whether it did something (one line saying what, or why not); a state fault, by
+        default, takes effect when it is applied."""
+        return True, f"{applied.get('kind', 'fault')} applied"
 
 
 class ExpireProducers(_Fault):
@@ -47,6 +69,14 @@ class ExpireProducers(_Fault):
         )
         return {"removed": removed}
 
+    def took_effect(
+        self, applied: dict[str, Any], before: Snapshot, after: Snapshot
+    ) -> tuple[bool, str]:
+        removed = int(applied.get("removed", 0))
+        if removed:
+            return True, f"removed {removed} producer state entr{'y' if removed == 1 else 'ies'}"
+        return False, "no producer state to remove"
+
 
 class RetainBatches(_Fault):
     """Change how many batches per producer the duplicate cache keeps (Kafka: 5, fixed)."""
@@ -58,6 +88,11 @@ class RetainBatches(_Fault):
         broker.storage.set_retained_batches(self.count)
         return {}
 
+    def took_effect(
+        self, applied: dict[str, Any], before: Snapshot, after: Snapshot
+    ) -> tuple[bool, str]:
+        return True, f"duplicate cache set to {self.count} batch(es) per producer"
+
 
 class _ApiFault(_Fault):
     api: int
@@ -68,23 +103,55 @@ class _ApiFault(_Fault):
     def _api_key(cls, value: Any) -> int:
         return parse_api_key(value)
 
+    counter: ClassVar[str]
+    """The ``/counters`` ``faults`` entry that counts what it did, per API."""
+    verb: ClassVar[str]
+
     def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
         broker.request_faults.arm(self)
         return {"api": api_name(self.api)}
+
+    def took_effect(
+        self, applied: dict[str, Any], before: Snapshot, after: Snapshot
+    ) -> tuple[bool, str]:
+        api = api_name(self.api)
+
+        def done(snapshot: Snapshot) -> int:
+            return int(snapshot.counters.get("faults", {}).get(self.counter, {}).get(api, 0))
+
+        consumed = done(after) - done(before)
+        if consumed:
+            return True, f"{self.verb} {consumed} of {self.count} {api} request(s)"
+        return False, f"armed for {self.count} {api} request(s), none came"
 
 
 class DropResponse(_ApiFault):
     """Apply the next `count` requests of `api` but never answer them: the lost ack."""
 
     kind: Literal["drop-response"]
+    counter: ClassVar[str] = "responses_dropped"
+    verb: ClassVar[str] = "swallowed the responses to"
     reset: bool = True
     """Reset the connection after swallowing the response, as a broken network would."""
+
+
+class LoseRequest(_ApiFault):
+    """Lose the next `count` requests of `api` on their way in: neither applied nor answered,
+    and the connection reset, so every request pipelined behind one is lost with it (a broker
+    that died before reading them). The client sees a transport failure: possibly persisted,
+    actually not."""
+
+    kind: Literal["lose-request"]
+    counter: ClassVar[str] = "requests_lost"
+    verb: ClassVar[str] = "lost"
 
 
 class FailRequest(_ApiFault):
     """Answer the next `count` requests of `api` with `error` without applying them."""
 
     kind: Literal["fail-request"]
+    counter: ClassVar[str] = "requests_failed"
+    verb: ClassVar[str] = "failed"
     error: ErrorCode
 
     @field_validator("error", mode="before")
@@ -103,15 +170,28 @@ class CrashRestart(_Fault):
         broker.crash_restart()
         return {"connections_dropped": dropped}
 
+    def took_effect(
+        self, applied: dict[str, Any], before: Snapshot, after: Snapshot
+    ) -> tuple[bool, str]:
+        dropped = applied.get("connections_dropped", 0)
+        return True, f"state reloaded from disk, {dropped} connection(s) dropped"
 
-class LegacyMode(_Fault):
-    """Switch the idempotence checks off (Rules.LEGACY) or back to the configured rules."""
 
-    kind: Literal["legacy-mode"]
-    enabled: bool
+class SetRules(_Fault):
+    """Judge batches by another producer-state rule set from now on (``legacy``: no
+    idempotence check at all, the negative controls; ``kafka-2.0``: before KIP-360); DELETE
+    /faults goes back to the configured one."""
+
+    kind: Literal["rules"]
+    rules: Rules
 
     def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
-        return {"rules": str(broker.set_legacy_mode(self.enabled))}
+        return {"rules": str(broker.set_rules(self.rules))}
+
+    def took_effect(
+        self, applied: dict[str, Any], before: Snapshot, after: Snapshot
+    ) -> tuple[bool, str]:
+        return True, f"producer-state rules {applied.get('rules')}"
 
 
 class ForceRebalance(_Fault):
@@ -122,6 +202,12 @@ class ForceRebalance(_Fault):
 
     def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
         return {"state": broker.groups.force_rebalance(self.group_id)}
+
+    def took_effect(
+        self, applied: dict[str, Any], before: Snapshot, after: Snapshot
+    ) -> tuple[bool, str]:
+        state = applied.get("state")
+        return state == "PreparingRebalance", f"group {self.group_id} is {state}"
 
 
 class ExpireMember(_Fault):
@@ -134,6 +220,13 @@ class ExpireMember(_Fault):
 
     def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
         return {"expired": broker.groups.expire_members(self.group_id, self.member_id)}
+
+    def took_effect(
+        self, applied: dict[str, Any], before: Snapshot, after: Snapshot
+    ) -> tuple[bool, str]:
+        expired = applied.get("expired") or []
+        count = len(expired) if isinstance(expired, list) else int(expired)
+        return count > 0, f"expired {count} member(s) of group {self.group_id}"
 
 
 COORDINATOR_ERRORS = (
@@ -166,14 +259,24 @@ class CoordinatorUnavailable(_Fault):
         broker.unavailable_coordinator.arm(self.count, self.error)
         return {}
 
+    def took_effect(
+        self, applied: dict[str, Any], before: Snapshot, after: Snapshot
+    ) -> tuple[bool, str]:
+        remaining = int(after.state.get("coordinator_unavailable", {}).get("remaining", 0))
+        answered = self.count - remaining
+        if answered:
+            return True, f"answered {answered} group request(s) with {error_name(self.error)}"
+        return False, "no group request came while the coordinator was unavailable"
+
 
 Fault = Annotated[
     ExpireProducers
     | RetainBatches
     | DropResponse
+    | LoseRequest
     | FailRequest
     | CrashRestart
-    | LegacyMode
+    | SetRules
     | ForceRebalance
     | ExpireMember
     | CoordinatorUnavailable,
@@ -182,38 +285,39 @@ Fault = Annotated[
 FAULT_ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)
 
 
+RequestFault = DropResponse | LoseRequest | FailRequest
+
+
 @dataclass
 class _Pending:
     remaining: int
-    fault: DropResponse | FailRequest
+    fault: RequestFault
 
 
 class RequestFaults:
-    """The request-path faults still to be consumed, at most one of each kind per API."""
+    """The request-path faults still to be consumed: per API, in the order they were armed
+    (a lost request, then a failed one, is what the two requests after it meet)."""
 
     def __init__(self) -> None:
-        self._drops: dict[int, _Pending] = {}
-        self._failures: dict[int, _Pending] = {}
+        self._queues: dict[int, deque[_Pending]] = {}
 
     def arm(self, fault: _ApiFault) -> None:
-        if isinstance(fault, DropResponse):
-            self._drops[fault.api] = _Pending(fault.count, fault)
-        elif isinstance(fault, FailRequest):
-            self._failures[fault.api] = _Pending(fault.count, fault)
+        if isinstance(fault, DropResponse | LoseRequest | FailRequest):
+            self._queues.setdefault(fault.api, deque()).append(_Pending(fault.count, fault))
 
-    def take_failure(self, api_key: int) -> ErrorCode | None:
-        """The error to answer this request with, consuming one armed failure."""
-        pending = self._take(self._failures, api_key)
-        return pending.error if isinstance(pending, FailRequest) else None
-
-    def take_drop(self, api_key: int) -> DropResponse | None:
-        """The drop to apply to this request's response, consuming one armed drop."""
-        pending = self._take(self._drops, api_key)
-        return pending if isinstance(pending, DropResponse) else None
+    def take(self, api_key: int) -> RequestFault | None:
+        """The fault this request meets, consuming one of its count."""
+        queue = self._queues.get(api_key)
+        if not queue:
+            return None
+        pending = queue[0]
+        pending.remaining -= 1
+        if pending.remaining == 0:
+            queue.popleft()
+        return pending.fault
 
     def clear(self) -> None:
-        self._drops.clear()
-        self._failures.clear()
+        self._queues.clear()
 
     def as_json(self) -> list[dict[str, object]]:
         return [
@@ -225,16 +329,6 @@ class RequestFaults:
                 ),
                 "remaining": p.remaining,
             }
-            for table in (self._drops, self._failures)
-            for key, p in table.items()
+            for key, queue in self._queues.items()
+            for p in queue
         ]
-
-    @staticmethod
-    def _take(table: dict[int, _Pending], api_key: int) -> DropResponse | FailRequest | None:
-        pending = table.get(api_key)
-        if pending is None:
-            return None
-        pending.remaining -= 1
-        if pending.remaining == 0:
-            del table[api_key]
-        return pending.fault

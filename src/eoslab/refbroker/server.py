@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from eoslab.kafka_api import api_name, error_name
 from eoslab.refbroker.apis import ApiVersionsHandler, RequestContext, api_handlers
 from eoslab.refbroker.broker import ReferenceBroker
+from eoslab.refbroker.faults import DropResponse, FailRequest, LoseRequest, RequestFault
 from eoslab.refbroker.protocol import decode, encode, null_field
 
 log = logging.getLogger(__name__)
@@ -134,9 +135,13 @@ class KafkaProtocolServer:
         ctx = RequestContext(self.broker, api_version, response_type, header.client_id, host)
         if not handler.supports(api_version):
             return Reply(_frame(correlation_id, handler.reject(request, ctx, UNSUPPORTED)))
-        if (error := self.broker.request_faults.take_failure(api_key)) is not None:
-            self._record_fault("request-failed", api_key, header, error=error_name(error))
-            return Reply(_frame(correlation_id, handler.reject(request, ctx, error)))
+        fault = self.broker.request_faults.take(api_key)
+        if isinstance(fault, FailRequest):
+            self._record_fault(fault, api_key, header, error=error_name(fault.error))
+            return Reply(_frame(correlation_id, handler.reject(request, ctx, fault.error)))
+        if isinstance(fault, LoseRequest):
+            self._record_fault(fault, api_key, header)
+            return Reply(None, close=True)
         try:
             response = await handler.handle(request, ctx)
         except ConnectionAbortedError as reason:
@@ -145,21 +150,18 @@ class KafkaProtocolServer:
         except Exception:  # a storage or handler bug: Kafka answers UNKNOWN_SERVER_ERROR
             log.exception("%s v%d failed inside the broker", api_name(api_key), api_version)
             response = handler.reject(request, ctx, ErrorCode.unknown_server_error)
-        if (drop := self.broker.request_faults.take_drop(api_key)) is not None:
-            self._record_fault("response-dropped", api_key, header, reset=drop.reset)
-            return Reply(None, close=drop.reset)
+        if isinstance(fault, DropResponse):
+            self._record_fault(fault, api_key, header, reset=fault.reset)
+            return Reply(None, close=fault.reset)
         return Reply(None if response is None else _frame(correlation_id, response))
 
-    def _record_fault(self, event: str, api_key: int, header: object, **details: object) -> None:
+    def _record_fault(
+        self, fault: RequestFault, api_key: int, header: object, **details: object
+    ) -> None:
         name = api_name(api_key)
-        counter = (
-            self.broker.counters.requests_failed
-            if event == "request-failed"
-            else self.broker.counters.responses_dropped
-        )
-        counter[name] += 1
+        self.broker.counters.request_fault(fault.counter, name)
         self.broker.fault_log.record(
-            event=event,
+            event=FAULT_EVENTS[fault.counter],
             api=name,
             correlation_id=getattr(header, "correlation_id", None),
             client_id=getattr(header, "client_id", None),
@@ -168,6 +170,12 @@ class KafkaProtocolServer:
 
 
 UNSUPPORTED = ErrorCode.unsupported_version
+FAULT_EVENTS = {
+    "requests_failed": "request-failed",
+    "requests_lost": "request-lost",
+    "responses_dropped": "response-dropped",
+}
+"""The fault log's event for each request fault (named after its counter)."""
 
 
 def _schemas(api_key: int, api_version: int) -> tuple[Any, Any]:

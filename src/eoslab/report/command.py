@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from eoslab.report.render import (
+    exit_code,
     read_summary,
     write_nightly_report,
     write_run_report,
@@ -51,11 +52,12 @@ def nightly(
     reports_dir: ReportsOption = None,
 ) -> None:
     """A matrix report over runs (plus each run's report and the trend); prints its index.html.
-    Exits 2 when a cell does not conform or has no verdict."""
+    Exits 3 when a cell is invalid (a fault that did not take effect), else 2 when a cell does
+    not conform or has no verdict."""
     index = write_nightly_report(_existing(run_dirs), name, reports_dir)
     typer.echo(index)
-    if not read_summary(index)["conforms"]:
-        raise typer.Exit(code=2)
+    if code := exit_code(read_summary(index)):
+        raise typer.Exit(code=code)
 
 
 @app.command()

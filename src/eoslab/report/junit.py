@@ -1,7 +1,8 @@
 """JUnit XML for CI dashboards: one testcase per scenario x target.
 
-A non-conforming cell is a ``failure`` whose message lists the mismatches; a cell whose
-checker left no verdict is an ``error``.
+A non-conforming cell is a ``failure`` whose message lists the mismatches; an invalid cell (a
+fault that did not take effect: the test was not carried out) and a cell whose checker left no
+verdict are ``error`` s, saying why.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from eoslab.report.outcome import RunOutcome, Status
 
 def junit_xml(suite_name: str, outcomes: list[RunOutcome]) -> str:
     failures = sum(o.status is Status.DOES_NOT_CONFORM for o in outcomes)
-    errors = sum(o.status is Status.ERROR for o in outcomes)
+    errors = sum(o.status in (Status.ERROR, Status.INVALID) for o in outcomes)
     total_s = sum(o.duration_s or 0.0 for o in outcomes)
     suite = ET.Element(
         "testsuite",

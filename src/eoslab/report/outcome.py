@@ -18,8 +18,12 @@ from eoslab.rundir import CONSUMER_ANOMALIES, Check, RunDir, cell_name
 
 
 class Status(StrEnum):
+    """A cell in a report: a verdict's status (:class:`~eoslab.rundir.VerdictStatus`), or an
+    error when the checker left no verdict."""
+
     CONFORMS = "conforms"
     DOES_NOT_CONFORM = "does not conform"
+    INVALID = "invalid"
     ERROR = "error"
 
 
@@ -34,6 +38,13 @@ class RunOutcome:
     status: Status
     mode: str | None = None
     """The consumer workload's handler mode; None when the run had none."""
+    client: str | None = None
+    """The older librdkafka a scenario asked for; None: the workload's own."""
+    librdkafka: str | None = None
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    """Every step of the timeline, judged (FaultEffect): did it take effect, and the evidence."""
+    invalid: list[str] = field(default_factory=list)
+    """Why the run is invalid (empty unless it is)."""
     started_ms: int | None = None
     ended_ms: int | None = None
     checked_ms: int | None = None
@@ -54,7 +65,7 @@ class RunOutcome:
     @property
     def label(self) -> str:
         """The scenario, with the consumers' handler mode when the run had consumers."""
-        return cell_name(self.scenario, self.mode)
+        return cell_name(self.scenario, self.mode, self.client)
 
     @property
     def cell(self) -> tuple[str, str]:
@@ -66,9 +77,12 @@ class RunOutcome:
         return [c for c in self.checks if (c["name"] in CONSUMER_ANOMALIES) == (half == "consumer")]
 
     def mismatch_message(self) -> str:
-        """One line per mismatching check: what was expected, what was seen."""
+        """One line per mismatching check: what was expected, what was seen (for an invalid
+        run: why it is invalid)."""
         if self.status is Status.ERROR:
             return self.error or "no verdict"
+        if self.status is Status.INVALID:
+            return "invalid: " + "; ".join(self.invalid)
         return "; ".join(Check.model_validate(m).summary for m in self.mismatches)
 
     def to_json(self) -> dict[str, Any]:
@@ -95,6 +109,9 @@ def load_outcome(run_dir: Path) -> RunOutcome:
         "target": info.target,
         "run_dir": str(run.path),
         "mode": None if info.consumption is None else info.consumption.mode,
+        "client": info.client,
+        "librdkafka": info.librdkafka,
+        "faults": [fault.model_dump() for fault in info.faults],
         "started_ms": info.started_ms,
         "ended_ms": info.ended_ms,
     }
@@ -115,7 +132,8 @@ def load_outcome(run_dir: Path) -> RunOutcome:
     metrics = json.loads(run.metrics_json.read_text()) if run.metrics_json.is_file() else {}
     return RunOutcome(
         **identity,
-        status=Status.CONFORMS if verdict.conforms else Status.DOES_NOT_CONFORM,
+        status=Status(verdict.status.value),
+        invalid=verdict.invalid,
         checked_ms=verdict.checked_ms,
         checks=[check.model_dump() for check in verdict.checks],
         mismatches=[check.model_dump() for check in verdict.mismatches],

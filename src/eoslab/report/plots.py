@@ -9,7 +9,6 @@ stays one self-contained file.
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pyarrow.dataset as ds
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
+from eoslab.fault_events import FaultPhase, read_events
 from eoslab.rundir import RunDir
 
 FAULT_COLOUR = "#d62728"
@@ -39,26 +39,21 @@ class FaultWindow:
 
 
 def fault_windows(faults_jsonl: Path) -> list[FaultWindow]:
-    """Pair each ``start`` with the ``end`` of the same step (``detail.step``; two steps of one
-    kind on one target may overlap) and of the same target (a rolling restart's steps end once
-    per broker); an unpaired start lasts to the end of the run (drawn to the plot's edge)."""
-    if not faults_jsonl.is_file():
-        return []
+    """What the nemesis did, from its typed events: each ``start`` paired with the ``end`` of
+    the same step and target (two steps of one kind on one target may overlap), an
+    ``instant`` a line; an unpaired start lasts to the end of the run (drawn to the plot's
+    edge). Steps that were skipped or failed did nothing, and are not drawn."""
     windows: list[FaultWindow] = []
-    open_starts: dict[tuple[object, str, str], int] = {}
-    for line in faults_jsonl.read_text().splitlines():
-        if not line.strip():
-            continue
-        event = json.loads(line)
-        kind, target = str(event.get("kind")), str(event.get("target") or "")
-        key = ((event.get("detail") or {}).get("step"), kind, target)
-        phase = event.get("phase")
-        if phase == "start":
-            open_starts[key] = int(event["ts_ms"])
-        elif phase == "end" and key in open_starts:
-            windows.append(FaultWindow(kind, target, open_starts.pop(key), int(event["ts_ms"])))
-        elif phase == "instant":
-            windows.append(FaultWindow(kind, target, int(event["ts_ms"]), None))
+    open_starts: dict[tuple[int | None, str, str], int] = {}
+    for event in read_events(faults_jsonl):
+        kind, target = event.kind, event.target or ""
+        key = (event.step, kind, target)
+        if event.phase is FaultPhase.START:
+            open_starts[key] = event.ts_ms
+        elif event.phase is FaultPhase.END and key in open_starts:
+            windows.append(FaultWindow(kind, target, open_starts.pop(key), event.ts_ms))
+        elif event.phase is FaultPhase.INSTANT:
+            windows.append(FaultWindow(kind, target, event.ts_ms, None))
     windows += [
         FaultWindow(kind, target, start, -1) for (_, kind, target), start in open_starts.items()
     ]

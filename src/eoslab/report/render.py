@@ -23,7 +23,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from eoslab.report.junit import junit_xml
 from eoslab.report.outcome import RunOutcome, Status, latest_per_cell, load_outcome
 from eoslab.report.plots import run_figure_svg, trend_figure_svg
-from eoslab.rundir import RunDir
+from eoslab.rundir import RunDir, VerdictStatus
 from eoslab.settings import lab_dir, reports_root
 
 ANOMALY_EXAMPLE_COLUMNS = 8
@@ -146,12 +146,14 @@ def write_nightly_report(
         "generated": _now(),
         "cells": len(outcomes),
         "conforming": sum(o.status is Status.CONFORMS for o in outcomes),
+        "invalid": sum(o.status is Status.INVALID for o in outcomes),
         "conforms": bool(outcomes) and all(o.status is Status.CONFORMS for o in outcomes),
         "run_time_s": _span_s(outcomes),
         "outcomes": [
             {
                 "scenario": o.scenario,
                 "mode": o.mode,
+                "client": o.client,
                 "target": o.target,
                 "status": o.status.value,
                 "run_id": o.run_id,
@@ -176,6 +178,16 @@ def write_nightly_report(
     index = _write(page_dir, html, summary, junit_xml(f"eoslab nightly {name}", outcomes))
     write_trend(root)
     return index
+
+
+def exit_code(summary: dict[str, Any]) -> int:
+    """What a command reporting a matrix exits with: 3 when a cell is invalid, else 2 when one
+    does not conform or has no verdict, else 0 (:attr:`VerdictStatus.exit_code`)."""
+    if summary.get("invalid"):
+        return VerdictStatus.INVALID.exit_code
+    if not summary["conforms"]:
+        return VerdictStatus.DOES_NOT_CONFORM.exit_code
+    return VerdictStatus.CONFORMS.exit_code
 
 
 def read_summary(index: Path) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import docker
 from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 
+from eoslab.runtime.lab import ProcessObservation, ProcessState
 from eoslab.runtime.status import LabError, LabStatus, ServiceStatus, cluster_view
 from eoslab.runtime.topology import LabConfig
 from eoslab.settings import PORT_OFFSET, project_root
@@ -119,6 +120,16 @@ class ComposeRuntime:
 
     def logs(self, name: str, lines: int = 50) -> str:
         return self._container(name).logs(tail=lines).decode("utf-8", errors="replace")
+
+    def observe(self, name: str) -> ProcessObservation:
+        container = self._container(name)
+        container.reload()
+        pid = int(container.attrs.get("State", {}).get("Pid") or 0) or None
+        if container.status == "paused":
+            return ProcessObservation(pid, ProcessState.STOPPED)
+        if container.status == "running":
+            return ProcessObservation(pid, ProcessState.RUNNING)
+        return ProcessObservation(None, ProcessState.DEAD)
 
     def kill(self, name: str) -> None:
         self._container(name).kill(signal="SIGKILL")

@@ -20,6 +20,7 @@ from eoslab.clock import wait_until
 from eoslab.console import log_tail
 from eoslab.runtime import configs, health, processes
 from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
+from eoslab.runtime.lab import ProcessObservation, ProcessState
 from eoslab.runtime.postgres import PostgresError, PostgresServer
 from eoslab.runtime.processes import ProcessRecord
 from eoslab.runtime.spark import connect_server_command, spark_environment
@@ -29,6 +30,8 @@ from eoslab.runtime.zookeeper import registered_brokers
 from eoslab.settings import BasePort, kafka_lib
 
 JVM_COMMON = ["-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
+SIGNAL_SETTLE_S = 5.0
+"""How long SIGSTOP/SIGCONT may take to show in the process' state."""
 LOG_SERVERS = {"scheduler", "triggerer"}
 """Airflow components that would open a log server on every interface unless told not to."""
 
@@ -358,18 +361,30 @@ class LocalRuntime:
         return log_tail(self.log_path(name), lines)
 
     # ---------------------------------------------------------------- nemesis verbs
+    def observe(self, name: str) -> ProcessObservation:
+        record = self._record(name)
+        if record.process() is None:
+            return ProcessObservation(None, ProcessState.DEAD)
+        state = ProcessState.STOPPED if record.paused() else ProcessState.RUNNING
+        return ProcessObservation(record.pid, state)
+
     def kill(self, name: str) -> None:
         """kill -9: the process dies without shutdown."""
         processes.kill(self._record(name))
 
     def pause(self, name: str) -> None:
-        """SIGSTOP: the process freezes, its sockets stay open (a GC pause, a stalled VM)."""
-        if not processes.signal_group(self._record(name), signal.SIGSTOP):
+        """SIGSTOP: the process freezes, its sockets stay open (a GC pause, a stalled VM).
+        Returns once the kernel shows it stopped (bounded: a signal is delivered, not done)."""
+        record = self._record(name)
+        if not processes.signal_group(record, signal.SIGSTOP):
             raise LabError(f"{name} is not running")
+        wait_until(record.paused, SIGNAL_SETTLE_S, interval_s=0.01)
 
     def resume(self, name: str) -> None:
-        if not processes.signal_group(self._record(name), signal.SIGCONT):
+        record = self._record(name)
+        if not processes.signal_group(record, signal.SIGCONT):
             raise LabError(f"{name} is not running")
+        wait_until(lambda: not record.paused(), SIGNAL_SETTLE_S, interval_s=0.01)
 
     def restart(self, name: str) -> None:
         """Stop (gracefully when it runs) and start again with the same config and data."""

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from eoslab.console import JsonOption, RuntimeOption, console, errors, fail, identifier_column
 from eoslab.nemesis.timeline import resolve
-from eoslab.rundir import HandlerMode, lab_target
+from eoslab.rundir import HandlerMode, VerdictStatus, lab_target
 from eoslab.runtime import LabError, get_runtime
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.executor import RunError, execute
@@ -118,9 +118,14 @@ def run(
             "(default: SQLite in the run directory)."
         ),
     ] = None,
+    client: Annotated[
+        str | None,
+        typer.Option(help="An older librdkafka for the producers, one the scenario names."),
+    ] = None,
     runtime: RuntimeOption = "local",
 ) -> None:
-    """Run a scenario against the running lab; prints the run directory."""
+    """Run a scenario against the running lab; prints the run directory. Every fault of the
+    timeline is judged (took effect or not); exits 3 when one did not (the run is invalid)."""
     try:
         loaded = find_scenario(scenario)
         lab = get_runtime(runtime)
@@ -136,12 +141,19 @@ def run(
             replication=replication,
             mode=mode,
             sink=sink,
+            client=client,
         )
     except (ScenarioError, RunError, LabError) as error:
         raise fail(error) from error
+    for fault in result.info.faults:
+        mark = "took effect" if fault.took_effect else "[red]NO EFFECT[/]"
+        errors.print(f"fault {fault.summary}: {mark}", highlight=False)
     for problem in result.problems:
         errors.print(f"[yellow]warning:[/] {problem}", highlight=False)
     typer.echo(os.fspath(result.run_dir.path))
+    if result.invalid_because:
+        errors.print("[red]the run is invalid[/]: it does not test what its scenario says")
+        raise typer.Exit(code=VerdictStatus.INVALID.exit_code)
 
 
 app.command("run")(run)

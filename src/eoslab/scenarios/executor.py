@@ -1,7 +1,10 @@
-"""One scenario on one target: topic, workload ∥ nemesis, heal, run.json.
+"""One scenario on one target, in four phases: **plan** (what the run will be, refused before
+anything starts if it cannot be what the scenario says), **start** (run directory, topic, the
+reference broker's profile, workloads, nemesis), **play** (workloads ∥ timeline, bounded) and
+**finish** (stop, heal, judge every fault, write run.json).
 
-The lab is left as it was found, whatever happens: the nemesis heals in a `finally`, and
-the producers are stopped before the run directory is closed.
+The lab is left as it was found, whatever happens: the nemesis heals and the broker profile is
+cleared in a `finally`, and the producers are stopped before the run directory is closed.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from eoslab.admin import create_topic
 from eoslab.clock import now_ms, wait_until
 from eoslab.nemesis.nemesis import Nemesis
+from eoslab.nemesis.steps.base import ResolvedStep
 from eoslab.nemesis.timeline import TimelineRunner, resolve
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
+from eoslab.run_context import RunContext
 from eoslab.rundir import (
     REPLICATION,
     HandlerMode,
@@ -37,7 +42,10 @@ from eoslab.runtime.postgres import LAB_SINK, lab_sink
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.schema import Scenario
 from eoslab.settings import BasePort
+from eoslab.workload.clients import ClientError, client_version, producer_client
+from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import SETTLE_TIMEOUT_S, ConsumerWorkload
+from eoslab.workload.spec import WorkloadSpec
 from eoslab.workload.supervisor import Workload
 
 # On a cluster the lab does not run, only what needs no runtime, proxy or refbroker API.
@@ -62,9 +70,79 @@ class RunResult:
     problems: list[str]
     """What went wrong on the way (nemesis errors, heal failures, timeouts); empty if none."""
 
+    @property
+    def invalid_because(self) -> list[str]:
+        """Why the run does not test what its scenario says (problems, faults without effect)."""
+        return self.info.invalid_because()
 
-def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
-    return config.bootstrap_servers if target == "kafka" else config.refbroker_bootstrap
+
+# ================================================================================ plan
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything a run will be, decided before anything starts."""
+
+    scenario: Scenario
+    target: Target
+    lab_target: LabTarget
+    """The lab target whose timeline, expectations and services the run follows."""
+    bootstrap: str | None
+    """The cluster's bootstrap servers when the user named them (target external)."""
+    seed: int
+    workload: WorkloadSpec
+    consumers: ConsumerWorkloadSpec | None
+    client: str | None
+    """The producers' librdkafka version when it is not the workload's own."""
+    steps: list[ResolvedStep]
+
+    @property
+    def mode(self) -> HandlerMode | None:
+        return None if self.consumers is None else self.consumers.mode
+
+
+def plan(
+    scenario: Scenario,
+    target: str,
+    *,
+    seed: int | None = None,
+    records: int | None = None,
+    mode: HandlerMode | None = None,
+    client: str | None = None,
+    bootstrap: str | None = None,
+) -> RunPlan:
+    """The run of ``scenario`` on ``target``; RunError naming the reason when it could not be
+    what the scenario says (an unknown target, a trigger the run would never reach, a client
+    the scenario does not name)."""
+    run_target, as_target, bootstrap = _where(scenario, target, bootstrap)
+    if records is not None and records < 1:
+        raise RunError(f"records: {records} is not a positive record count")
+    workload = scenario.workload
+    if records is not None:
+        workload = workload.model_copy(update={"records": records})
+    consumers = scenario.consumer_workload(mode)
+    shape = scenario.shape(workload, consumers)
+    for index, step in enumerate(scenario.nemesis):
+        if step.on is not None and as_target not in step.on:
+            continue
+        reason = step.unreachable(shape)
+        if reason is not None:
+            raise RunError(f"{scenario.name}: nemesis.{index}.{reason}")
+    if client is not None and client not in scenario.clients:
+        named = ", ".join(scenario.clients) or "none"
+        raise RunError(
+            f"client {client!r}: scenario {scenario.name} is meant for the workload's own "
+            f"librdkafka and the clients it names ({named})"
+        )
+    return RunPlan(
+        scenario=scenario,
+        target=run_target,
+        lab_target=as_target,
+        bootstrap=bootstrap,
+        seed=scenario.seed if seed is None else seed,
+        workload=workload,
+        consumers=consumers,
+        client=client,
+        steps=resolve(scenario.nemesis, as_target, scenario.seed if seed is None else seed),
+    )
 
 
 def _check_external(scenario: Scenario, bootstrap: str | None) -> str:
@@ -106,6 +184,168 @@ def _where(
     return as_target, as_target, None
 
 
+# ================================================================================ start
+@dataclass
+class Run:
+    """A started run: its context and record, and what plays it."""
+
+    plan: RunPlan
+    context: RunContext
+    info: RunInfo
+    workload: Workload
+    consumers: ConsumerWorkload | None
+    nemesis: Nemesis
+    timeline: TimelineRunner
+    done: WorkloadsDone
+    refbroker: RefbrokerControl | None
+
+
+def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
+    return config.bootstrap_servers if target == "kafka" else config.refbroker_bootstrap
+
+
+def start(
+    run_plan: RunPlan,
+    *,
+    runtime: ProcessFaults,
+    config: LabConfig,
+    runs_root: Path | None = None,
+    replication: int | None = None,
+    sink: str | None = None,
+) -> Run:
+    """The run directory, run.json, the topic, the reference broker's profile, and the
+    workloads and nemesis ready to play (nothing is sending yet)."""
+    scenario = run_plan.scenario
+    try:
+        client = producer_client(run_plan.client)
+    except ClientError as error:
+        raise RunError(str(error)) from None
+    run_id = new_run_id(cell_name(scenario.name, run_plan.mode, run_plan.client), run_plan.target)
+    consumer_spec = run_plan.consumers
+    if consumer_spec is not None and sink is not None:
+        if sink == LAB_SINK:
+            sink = lab_sink(config.postgres_root, config.port(BasePort.POSTGRES), run_id)
+        consumer_spec = consumer_spec.model_copy(update={"sink": sink})
+    context = RunContext(
+        run_id=run_id,
+        run_dir=RunDir.for_run(run_id, runs_root).create(),
+        target=run_plan.target,
+        lab_target=run_plan.lab_target,
+        bootstrap=run_plan.bootstrap or bootstrap_of(run_plan.lab_target, config),
+        topic=f"eos-{run_id}",
+        partitions=scenario.topic.partitions,
+        seed=run_plan.seed,
+    )
+    refbroker = RefbrokerControl(config.refbroker_control_url) if config.with_refbroker else None
+    profile = scenario.refbroker.faults() if scenario.refbroker else []
+    info = RunInfo(
+        run_id=run_id,
+        scenario=scenario.name,
+        target=run_plan.target,
+        bootstrap=context.bootstrap,
+        topic=context.topic,
+        partitions=context.partitions,
+        seed=context.seed,
+        started_ms=now_ms(),
+        producer_config=scenario.producer_config,
+        expected=scenario.expected.for_run(run_plan.lab_target, run_plan.mode, run_plan.client),
+        client=run_plan.client,
+        librdkafka=client_version(run_plan.client),
+        broker_profile=(
+            scenario.refbroker.settings()
+            if scenario.refbroker and run_plan.lab_target == "refbroker"
+            else {}
+        ),
+    )
+    context.run_dir.write_info(info)
+    create_topic(
+        context.bootstrap,
+        context.topic,
+        context.partitions,
+        replication or REPLICATION[run_plan.target],
+    )
+    if info.broker_profile:
+        if refbroker is None:
+            raise RunError(f"scenario {scenario.name} sets the reference broker, which is not up")
+        for fault in profile:
+            refbroker.apply(fault)
+    workload = Workload(run_plan.workload, context, scenario.producer_config, client=client)
+    consumers = None if consumer_spec is None else ConsumerWorkload(consumer_spec, context)
+    done = WorkloadsDone(workload, consumers)
+    nemesis = Nemesis(
+        context,
+        runtime=runtime,
+        proxy=ProxyControl(config.proxy_control_url),
+        refbroker=refbroker,
+        workload=workload,
+        consumers=consumers,
+    )
+    timeline = TimelineRunner(
+        run_plan.steps, nemesis, acked=lambda: workload.acked, workload_done=done
+    )
+    return Run(run_plan, context, info, workload, consumers, nemesis, timeline, done, refbroker)
+
+
+# ================================================================================ play
+def play(run: Run, *, show_progress: bool | None = None) -> list[str]:
+    """Workloads ∥ timeline until done or the scenario's time bound; returns what went wrong
+    while playing (the workloads and timeline are still to be stopped: :func:`finish`)."""
+    problems: list[str] = []
+    if run.consumers is not None:
+        run.consumers.start()
+        if not run.consumers.wait_settled():
+            problems.append(
+                f"the consumer group did not form within {SETTLE_TIMEOUT_S:g} s: "
+                "the records were produced to an incomplete group"
+            )
+    run.workload.start()
+    run.timeline.start()
+    timeout_s = run.plan.scenario.timeout_s
+    _wait(
+        lambda: run.done() and not run.timeline.is_alive(),
+        timeout_s,
+        run.workload,
+        run.plan.workload.records,
+        show_progress,
+    )
+    if not run.done() or run.timeline.is_alive():
+        problems.append(f"the run did not finish within timeout_s={timeout_s}")
+    return problems
+
+
+# ================================================================================ finish
+def finish(run: Run, problems: list[str]) -> RunResult:
+    """Stop the timeline and the workloads, heal, set the reference broker back, judge every
+    step, and write run.json; the lab is healed whatever happened before."""
+    problems = list(problems)
+    try:
+        run.timeline.stop()
+        run.timeline.join(timeout=60)
+        run.workload.stop()
+    finally:
+        run.nemesis.heal()
+        problems += run.nemesis.errors
+        if run.info.broker_profile and run.refbroker is not None:
+            run.refbroker.clear()
+        if run.consumers is not None:
+            run.consumers.stop()
+            problems += run.consumers.failures()
+    if run.timeline.error is not None:
+        problems.append(f"nemesis timeline: {run.timeline.error}")
+    problems += run.workload.failures()
+    info = run.info.model_copy(
+        update={
+            "ended_ms": now_ms(),
+            "sessions": run.workload.sessions,
+            "consumption": None if run.consumers is None else run.consumers.info(),
+            "faults": run.nemesis.effects(run.plan.steps),
+            "problems": problems,
+        }
+    )
+    run.context.run_dir.write_info(info)
+    return RunResult(run.context.run_dir, info, problems)
+
+
 def execute(
     scenario: Scenario,
     target: str,
@@ -120,148 +360,37 @@ def execute(
     replication: int | None = None,
     mode: HandlerMode | None = None,
     sink: str | None = None,
+    client: str | None = None,
 ) -> RunResult:
-    """Run `scenario` on `target`; for target "external", `bootstrap` names the cluster. With
-    a handler ``mode`` the run has a consumer workload in that mode (the scenario's own, else the
-    default one); ``sink`` is its database: a PostgreSQL URL, ``lab`` for a database of its own
-    on the lab's PostgreSQL, else SQLite in the run directory."""
-    run_target, as_target, bootstrap = _where(scenario, target, bootstrap)
-    seed = scenario.seed if seed is None else seed
-    workload_spec = scenario.workload
-    if records is not None:
-        workload_spec = workload_spec.model_copy(update={"records": records})
-    consumer_spec = scenario.consumer_workload(mode)
-    mode = None if consumer_spec is None else consumer_spec.mode
-    run_id = new_run_id(cell_name(scenario.name, mode), target)
-    if consumer_spec is not None and sink is not None:
-        if sink == LAB_SINK:
-            sink = lab_sink(config.postgres_root, config.port(BasePort.POSTGRES), run_id)
-        consumer_spec = consumer_spec.model_copy(update={"sink": sink})
-    run_dir = RunDir.for_run(run_id, runs_root).create()
-    bootstrap = bootstrap or bootstrap_of(as_target, config)
-    topic = f"eos-{run_id}"
-    partitions = scenario.topic.partitions
-    info = RunInfo(
-        run_id=run_id,
-        scenario=scenario.name,
-        target=run_target,
-        bootstrap=bootstrap,
-        topic=topic,
-        partitions=partitions,
+    """Run `scenario` on `target` (plan, start, play, finish); for target "external",
+    `bootstrap` names the cluster. With a handler ``mode`` the run has a consumer workload in
+    that mode (the scenario's own, else the default one); ``sink`` is its database: a
+    PostgreSQL URL, ``lab`` for a database of its own on the lab's PostgreSQL, else SQLite in
+    the run directory; ``client`` is a librdkafka version the scenario names for its
+    producers."""
+    run_plan = plan(
+        scenario,
+        target,
         seed=seed,
-        started_ms=now_ms(),
-        producer_config=scenario.producer_config,
-        expected=scenario.expected.for_run(as_target, mode),
-    )
-    run_dir.write_info(info)
-    create_topic(bootstrap, topic, partitions, replication or REPLICATION[run_target])
-
-    workload = Workload(
-        workload_spec,
-        run_dir=run_dir,
-        run_id=run_id,
+        records=records,
+        mode=mode,
+        client=client,
         bootstrap=bootstrap,
-        topic=topic,
-        partitions=partitions,
-        seed=seed,
-        producer_config=scenario.producer_config,
     )
-    consumers = (
-        None
-        if consumer_spec is None
-        else ConsumerWorkload(
-            consumer_spec,
-            run_dir=run_dir,
-            run_id=run_id,
-            bootstrap=bootstrap,
-            topic=topic,
-            partitions=partitions,
-            seed=seed,
-        )
-    )
-    done = WorkloadsDone(workload, consumers)
-    nemesis = Nemesis(
-        run_dir=run_dir,
-        target=as_target,
+    run = start(
+        run_plan,
         runtime=runtime,
-        bootstrap=bootstrap,
-        topic=topic,
-        proxy=ProxyControl(config.proxy_control_url),
-        refbroker=RefbrokerControl(config.refbroker_control_url) if config.with_refbroker else None,
-        workload=workload,
-        consumers=consumers,
+        config=config,
+        runs_root=runs_root,
+        replication=replication,
+        sink=sink,
     )
-    timeline = TimelineRunner(
-        resolve(scenario.nemesis, as_target, seed),
-        nemesis,
-        acked=lambda: workload.acked,
-        workload_done=done,
-    )
-    problems = _play(
-        workload=workload,
-        consumers=consumers,
-        nemesis=nemesis,
-        timeline=timeline,
-        done=done,
-        timeout_s=scenario.timeout_s,
-        show_progress=show_progress,
-    )
-    info = info.model_copy(
-        update={
-            "ended_ms": now_ms(),
-            "sessions": workload.sessions,
-            "consumption": None if consumers is None else consumers.info(),
-        }
-    )
-    run_dir.write_info(info)
-    return RunResult(run_dir, info, problems)
-
-
-def _play(
-    *,
-    workload: Workload,
-    consumers: ConsumerWorkload | None,
-    nemesis: Nemesis,
-    timeline: TimelineRunner,
-    done: WorkloadsDone,
-    timeout_s: float,
-    show_progress: bool | None,
-) -> list[str]:
-    """Workloads ∥ timeline until done (bounded), then stop, heal and collect what went wrong;
-    the lab is left healed whatever happens."""
     problems: list[str] = []
     try:
-        if consumers is not None:
-            consumers.start()
-            if not consumers.wait_settled():
-                problems.append(
-                    f"the consumer group did not form within {SETTLE_TIMEOUT_S:g} s: "
-                    "the records were produced to an incomplete group"
-                )
-        workload.start()
-        timeline.start()
-        _wait(
-            lambda: done() and not timeline.is_alive(),
-            timeout_s,
-            workload,
-            workload.spec.records,
-            show_progress,
-        )
-        if not done() or timeline.is_alive():
-            problems.append(f"the run did not finish within timeout_s={timeout_s}")
+        problems = play(run, show_progress=show_progress)
     finally:
-        timeline.stop()
-        timeline.join(timeout=60)
-        workload.stop()
-        problems += nemesis.errors
-        problems += nemesis.heal()
-        if consumers is not None:
-            consumers.stop()
-            problems += consumers.failures()
-        if timeline.error is not None:
-            problems.append(f"nemesis timeline: {timeline.error}")
-        problems += workload.failures()
-    return problems
+        result = finish(run, problems)
+    return result
 
 
 class WorkloadsDone:

@@ -15,14 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from eoslab.nemesis.steps import AnyStep
 from eoslab.nemesis.steps.base import ScenarioShape
+from eoslab.refbroker.producer_state import Rules
 from eoslab.rundir import (
     ERRORS_KEY,
+    FATAL_KEY,
     AnomalyName,
     Expectation,
     HandlerMode,
     LabTarget,
     default_expectations,
 )
+from eoslab.workload.clients import OLDER_CLIENTS
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.spec import DEFAULT_PRODUCER_CONFIG, WorkloadSpec
 
@@ -43,13 +46,20 @@ class Expected(BaseModel):
         description="Kafka error names the run is expected to provoke (seen by the client)",
     )
 
-    @field_validator("errors")
+    fatal: dict[str, Expectation] = Field(
+        default_factory=dict,
+        description="fatal client errors (librdkafka's names) the producer sessions are expected "
+        "to end on; a fatal error not named here is a mismatch",
+    )
+
+    @field_validator("errors", "fatal")
     @classmethod
     def _known_errors(cls, errors: dict[str, str]) -> dict[str, str]:
         for name in errors:
-            if name.lower() not in ErrorCode.__members__:
+            if name.lower() not in ErrorCode.__members__ and not name.startswith("_"):
                 raise ValueError(
-                    f"unknown Kafka error {name!r} (use names like OUT_OF_ORDER_SEQUENCE_NUMBER)"
+                    f"unknown Kafka error {name!r} (use names like OUT_OF_ORDER_SEQUENCE_NUMBER, "
+                    "or librdkafka's local ones like _MSG_TIMED_OUT)"
                 )
         return {name.upper(): expectation for name, expectation in errors.items()}
 
@@ -61,20 +71,66 @@ class ScenarioExpected(Expected):
     modes: dict[HandlerMode, Expected] = Field(
         default_factory=dict, description="per-handler-mode overrides (the consumer half)"
     )
+    clients: dict[str, Expected] = Field(
+        default_factory=dict,
+        description="per-client overrides: the producers on an older librdkafka the scenario names",
+    )
 
     def for_run(
-        self, target: LabTarget, mode: HandlerMode | None = None
+        self, target: LabTarget, mode: HandlerMode | None = None, client: str | None = None
     ) -> dict[str, str | dict[str, str]]:
         """run.json's `expected`: every check, defaults filled (the consumer half's when the run
-        has a consumer workload in ``mode``), then the target's and the mode's overrides."""
-        layers = [self, self.on.get(target), None if mode is None else self.modes.get(mode)]
+        has a consumer workload in ``mode``), then the target's, the mode's and the client's
+        overrides."""
+        layers = [
+            self,
+            self.on.get(target),
+            None if mode is None else self.modes.get(mode),
+            None if client is None else self.clients.get(client),
+        ]
         chosen = [layer for layer in layers if layer is not None]
         anomalies = default_expectations(consumed=mode is not None)
         errors: dict[str, str] = {}
+        fatal: dict[str, str] = {}
         for layer in chosen:
             anomalies |= {str(name): form for name, form in layer.anomalies.items()}
             errors |= layer.errors
-        return {**anomalies, **({ERRORS_KEY: errors} if errors else {})}
+            fatal |= layer.fatal
+        return {
+            **anomalies,
+            **({ERRORS_KEY: errors} if errors else {}),
+            **({FATAL_KEY: fatal} if fatal else {}),
+        }
+
+
+class RefbrokerProfile(BaseModel):
+    """The reference broker as the scenario's runs on it need it: set through its control API
+    when such a run starts, set back as configured when it ends (runs take turns on the lab)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rules: Rules | None = Field(
+        None, description="producer-state rule set (kafka-2.0: pre KIP-360)"
+    )
+    retained_batches: int | None = Field(
+        None, ge=1, le=1000, description="batches per producer in the duplicate cache (Kafka: 5)"
+    )
+
+    def settings(self) -> dict[str, str | int]:
+        """What run.json records: the settings given."""
+        return {
+            name: str(value) if isinstance(value, Rules) else value
+            for name, value in self.model_dump(exclude_none=True).items()
+        }
+
+    def faults(self) -> list[dict[str, object]]:
+        """The control-API faults that put the broker in this profile."""
+        faults: list[dict[str, object]] = []
+        if self.rules is not None:
+            faults.append({"kind": "rules", "rules": str(self.rules)})
+        if self.retained_batches is not None:
+            faults.append({"kind": "retained-batches", "count": self.retained_batches})
+        return faults
 
 
 class TopicSpec(BaseModel):
@@ -105,6 +161,14 @@ class Scenario(BaseModel):
         description="the handler modes the scenario is meant for (the matrix runs each); "
         "default: the consumer workload's own",
     )
+    refbroker: RefbrokerProfile | None = Field(
+        None, description="the reference broker's settings for this scenario's runs on it"
+    )
+    clients: list[str] = Field(
+        default_factory=list,
+        description="older librdkafka versions the matrix also runs the producers on (a client "
+        "bug shown where it exists, its absence where it was fixed)",
+    )
     nemesis: list[AnyStep] = Field(default_factory=list)
     expected: ScenarioExpected = Field(default_factory=ScenarioExpected)
     timeout_s: float = Field(120.0, gt=0, le=3600, description="bound on the whole run")
@@ -120,22 +184,43 @@ class Scenario(BaseModel):
 
     @model_validator(mode="after")
     def _steps_fit(self) -> Self:
-        shape = ScenarioShape(
-            targets=tuple(self.targets),
-            producers=self.workload.producers,
-            partitions=self.topic.partitions,
-            consumers=0 if self.consumers is None else self.consumers.consumers,
-        )
+        shape = self.shape(self.workload)
         for index, step in enumerate(self.nemesis):
             if step.on is not None and not set(step.on) <= set(shape.targets):
                 extra = sorted(set(step.on) - set(shape.targets))
                 raise ValueError(f"nemesis.{index}.on: {extra} not among the scenario's targets")
-            misfit = step.misfit(shape)
+            misfit = step.misfit(shape) or step.unreachable(shape)
             if misfit is not None:
                 raise ValueError(f"nemesis.{index}.{misfit}")
         if self.modes and self.consumers is None:
             raise ValueError("modes: handler modes need a consumer workload (consumers)")
+        if self.refbroker is not None and "refbroker" not in self.targets:
+            raise ValueError("refbroker: a reference-broker profile needs target refbroker")
+        unknown = sorted(set(self.clients) - OLDER_CLIENTS.keys())
+        if unknown:
+            raise ValueError(
+                f"clients: {unknown} unknown; older clients the lab has: {', '.join(OLDER_CLIENTS)}"
+            )
+        stray = sorted(set(self.expected.clients) - set(self.clients))
+        if stray:
+            raise ValueError(f"expected.clients: {stray} are not among the scenario's clients")
         return self
+
+    def shape(
+        self, workload: WorkloadSpec, consumers: ConsumerWorkloadSpec | None = None
+    ) -> ScenarioShape:
+        """The scenario as its steps see it, for a run with ``workload`` and ``consumers`` (the
+        scenario's own, or a run's: another record count, consumers in a handler mode)."""
+        consumers = consumers or self.consumers
+        return ScenarioShape(
+            targets=tuple(self.targets),
+            producers=workload.producers,
+            partitions=self.topic.partitions,
+            consumers=0 if consumers is None else consumers.consumers,
+            records=workload.records,
+            sending_s=workload.sending_s,
+            timeout_s=self.timeout_s,
+        )
 
     @property
     def run_modes(self) -> list[HandlerMode | None]:

@@ -32,7 +32,13 @@ from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.spark_session import build_session, default_remote, run_settings, small_run
 from eoslab.verify.topic_reader import classify, read_raw
-from eoslab.verify.verdict import MAX_EXAMPLES, build_verdict, expected_checks, judge
+from eoslab.verify.verdict import (
+    MAX_EXAMPLES,
+    build_verdict,
+    expected_checks,
+    fatal_observed,
+    judge,
+)
 
 EMPTY_PART = "part-00000-empty.parquet"
 
@@ -167,11 +173,10 @@ def _check(
         observed = {
             **counts,
             **{f"errors.{name}": n for name, n in history_figures["errors"].items()},
+            **fatal_observed(info.fatal_sessions(), expected),
         }
         verdict = build_verdict(
-            run_id=info.run_id,
-            scenario=info.scenario,
-            target=info.target,
+            info,
             checks=judge(expected, observed, examples),
             gx=gx_report,
             links=VerdictLinks(

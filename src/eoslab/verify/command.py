@@ -63,7 +63,7 @@ def verify(
         raise fail(error, code=2) from error
     print_verdict(verdict)
     if not verdict.conforms:
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=verdict.status.exit_code)
 
 
 def print_verdict(verdict: Verdict) -> None:
@@ -80,6 +80,10 @@ def print_verdict(verdict: Verdict) -> None:
         + ("" if gx.agrees_with_anomalies else " [red](disagree with the anomaly tables)[/]")
         + f"; Data Docs: {verdict.links.data_docs}"
     )
-    console.print(
-        "[bold green]conforms[/]" if verdict.conforms else "[bold red]does not conform[/]"
-    )
+    for fault in verdict.faults:
+        mark = "[green]took effect[/]" if fault.took_effect else "[red]NO EFFECT[/]"
+        console.print(f"fault {fault.summary}  {mark}", highlight=False)
+    for reason in verdict.invalid:
+        console.print(f"[red]invalid:[/] {reason}", highlight=False)
+    colour = "green" if verdict.conforms else "red"
+    console.print(f"[bold {colour}]{verdict.status}[/]")

@@ -1,11 +1,15 @@
 """The verdict: each check's observed count against the scenario's expectation.
 
-A run **conforms** when every check matches, including runs expected to show an anomaly (the
-negative controls). Expectations are strings: ``"0"`` (none), ``">0"`` (at least one),
+A run **conforms** when every fault of its timeline took effect and every check matches,
+including runs expected to show an anomaly (the negative controls); it is **invalid** when a
+fault did not take effect or the run went wrong, whatever the checks observed. Expectations are strings: ``"0"`` (none), ``">0"`` (at least one),
 ``">=0"`` or ``"any"`` (counted, never a mismatch). Anomalies a scenario does not mention are
 expected at ``"0"``, except ``indeterminate`` (allowed, counted) and ``foreign`` (reported).
 Errors the run is expected to provoke (``expected["errors"]``, librdkafka error names) are
-checked against the history's error counts, as checks named ``errors.<NAME>``.
+checked against the history's error counts, as checks named ``errors.<NAME>``; fatal client
+errors (``expected["fatal"]``) against the producer sessions that ended on them, as
+``fatal.<NAME>``, and every run checks ``fatal.unexpected`` (sessions that ended on a fatal
+error the scenario does not name) at "0".
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ from eoslab.clock import now_ms
 from eoslab.rundir import (
     ERRORS_KEY,
     EXPECTATION_FORMS,
+    FATAL_KEY,
+    UNEXPECTED_FATAL,
     Check,
     GxOutcome,
+    RunInfo,
     Verdict,
     VerdictLinks,
+    VerdictStatus,
     default_expectations,
 )
 
@@ -48,14 +56,14 @@ def expected_checks(
     """Every check's expectation: the defaults (the consumer half's too when a consumer workload
     ran) overlaid with the scenario's, errors flattened to ``errors.<NAME>``. Raises
     :class:`ExpectationError` on an unknown name or form, before any work is done."""
-    checks = default_expectations(consumed)
+    checks = {**default_expectations(consumed), UNEXPECTED_FATAL: "0"}
     for name, expectation in expected.items():
-        if name == ERRORS_KEY and isinstance(expectation, Mapping):
-            pairs = [(f"{ERRORS_KEY}.{error}", form) for error, form in expectation.items()]
+        if name in (ERRORS_KEY, FATAL_KEY) and isinstance(expectation, Mapping):
+            pairs = [(f"{name}.{error}", form) for error, form in expectation.items()]
         elif name in checks and isinstance(expectation, str):
             pairs = [(name, expectation)]
         else:
-            known = ", ".join((*checks, ERRORS_KEY))
+            known = ", ".join((*checks, ERRORS_KEY, FATAL_KEY))
             raise ExpectationError(f"unknown check {name!r} in expected; known: {known}")
         for check, form in pairs:
             if form not in EXPECTATION_FORMS:
@@ -64,6 +72,18 @@ def expected_checks(
                 )
             checks[check] = form
     return checks
+
+
+def fatal_observed(fatal: Mapping[str, int], expected: Mapping[str, str]) -> dict[str, int]:
+    """The ``fatal.*`` checks' counts: sessions per named fatal error, the rest unexpected."""
+    observed = {UNEXPECTED_FATAL: 0}
+    for name, sessions in fatal.items():
+        check = f"{FATAL_KEY}.{name}"
+        if check in expected:
+            observed[check] = sessions
+        else:
+            observed[UNEXPECTED_FATAL] += sessions
+    return observed
 
 
 def judge(
@@ -88,23 +108,36 @@ def judge(
     return checks
 
 
+def status_of(invalid: list[str], mismatches: list[Check]) -> VerdictStatus:
+    """Invalid before anything else (a fault that did not take effect proves nothing), then
+    whether every check matched."""
+    if invalid:
+        return VerdictStatus.INVALID
+    return VerdictStatus.DOES_NOT_CONFORM if mismatches else VerdictStatus.CONFORMS
+
+
 def build_verdict(
+    info: RunInfo,
     *,
-    run_id: str,
-    scenario: str,
-    target: str,
     checks: list[Check],
     gx: GxOutcome,
     links: VerdictLinks,
 ) -> Verdict:
-    """The run conforms when every check does; the mismatches are repeated (with their
-    examples) at the top so that a reader sees first what went wrong."""
+    """The run conforms when every fault of its timeline took effect and every check matches;
+    it is invalid when a fault did not take effect or the run went wrong (run.json's
+    ``faults`` and ``problems``). The mismatches are repeated (with their examples) at the
+    top so that a reader sees first what went wrong."""
     mismatches = [check for check in checks if not check.conforms]
+    invalid = info.invalid_because()
+    status = status_of(invalid, mismatches)
     return Verdict(
-        run_id=run_id,
-        scenario=scenario,
-        target=target,
-        conforms=not mismatches,
+        run_id=info.run_id,
+        scenario=info.scenario,
+        target=info.target,
+        status=status,
+        conforms=status is VerdictStatus.CONFORMS,
+        invalid=invalid,
+        faults=info.faults,
         checked_ms=now_ms(),
         checks=checks,
         mismatches=mismatches,

@@ -20,7 +20,8 @@ import uuid
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from eoslab.clock import now_ms, wait_until
-from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo, RunDir
+from eoslab.run_context import RunContext
+from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo
 from eoslab.workload.consumer import ARM_CRASH, ARM_FREEZE, ConsumerSpec
 from eoslab.workload.consumer_spec import ConsumerLoop, ConsumerWorkloadSpec
 from eoslab.workload.consumption import seal_session
@@ -40,26 +41,13 @@ class ConsumerWorkloadError(RuntimeError):
 
 
 class ConsumerWorkload:
-    def __init__(
-        self,
-        spec: ConsumerWorkloadSpec,
-        *,
-        run_dir: RunDir,
-        run_id: str,
-        bootstrap: str,
-        topic: str,
-        partitions: int,
-        seed: int,
-    ) -> None:
+    def __init__(self, spec: ConsumerWorkloadSpec, context: RunContext) -> None:
         self.spec = spec
-        self.run_dir = run_dir
-        self.run_id = run_id
-        self.bootstrap = bootstrap
-        self.topic = topic
-        self.partitions = partitions
-        self.seed = seed
-        self.group = spec.group or f"eoslab-{run_id}"
-        self.sink = spec.sink or str(run_dir.sink_sqlite)
+        self.context = context
+        self.run_dir = context.run_dir
+        self.run_id = context.run_id
+        self.group = spec.group or f"eoslab-{context.run_id}"
+        self.sink = spec.sink or str(context.run_dir.sink_sqlite)
         self._sessions: SessionTable[ConsumerSessionInfo] = SessionTable(
             "consumer", spec.consumers, ConsumerWorkloadError
         )
@@ -99,8 +87,8 @@ class ConsumerWorkload:
         generations = {p.get("generation") for p in running}
         return (
             len(generations) == 1
-            and set().union(*assignments) == set(range(self.partitions))
-            and sum(1 for a in assignments if a) == min(len(running), self.partitions)
+            and set().union(*assignments) == set(range(self.context.partitions))
+            and sum(1 for a in assignments if a) == min(len(running), self.context.partitions)
         )
 
     def crash(self, consumer: int) -> ConsumerSessionInfo:
@@ -185,15 +173,15 @@ class ConsumerWorkload:
         observer = self._offsets_observer()
         return {
             p: observer.get_watermark_offsets(
-                TopicPartition(self.topic, p), timeout=OFFSETS_TIMEOUT_S
+                TopicPartition(self.context.topic, p), timeout=OFFSETS_TIMEOUT_S
             )[1]
-            for p in range(self.partitions)
+            for p in range(self.context.partitions)
         }
 
     def committed_offsets(self) -> dict[int, int]:
         """The group's committed offset per partition (-1001 when none), from its coordinator."""
         answered = self._offsets_observer().committed(
-            [TopicPartition(self.topic, p) for p in range(self.partitions)],
+            [TopicPartition(self.context.topic, p) for p in range(self.context.partitions)],
             timeout=OFFSETS_TIMEOUT_S,
         )
         return {tp.partition: tp.offset for tp in answered}
@@ -217,7 +205,11 @@ class ConsumerWorkload:
         """A client of the group that never joins it: watermarks and committed offsets."""
         if self._observer is None:
             self._observer = Consumer(
-                {"bootstrap.servers": self.bootstrap, "group.id": self.group, "log_level": 3}
+                {
+                    "bootstrap.servers": self.context.bootstrap,
+                    "group.id": self.group,
+                    "log_level": 3,
+                }
             )
         return self._observer
 
@@ -230,6 +222,16 @@ class ConsumerWorkload:
         """The last progress line of the consumer's current session."""
         current = self._sessions.current(consumer)
         return {} if current is None else current.process.progress
+
+    def generation(self, excluding: int | None = None) -> int:
+        """The newest group generation a running consumer (but ``excluding``) reports; -1 when
+        none is in a generation."""
+        running = [
+            int(s.process.progress.get("generation", -1) or -1)
+            for index, s in self._sessions.current_by_worker()
+            if index != excluding and s.process.running
+        ]
+        return max(running, default=-1)
 
     def total(self, name: str) -> int:
         """A progress counter summed over every session: processed, applied, duplicate,
@@ -280,12 +282,12 @@ class ConsumerWorkload:
             run_id=self.run_id,
             session_id=session_id,
             consumer=consumer,
-            bootstrap=self.bootstrap,
-            topic=self.topic,
+            bootstrap=self.context.bootstrap,
+            topic=self.context.topic,
             group=self.group,
             mode=spec.mode,
             sink=self.sink,
-            seed=self.seed,
+            seed=self.context.seed,
             config=spec.consumer_config,
             crash_after_effects=crash_after_effects,
             freeze_after_effects=freeze_after_effects,

@@ -6,6 +6,12 @@ outcome to the history ledger, librdkafka statistics to stats.jsonl, and one JSO
 line to stdout every PROGRESS_INTERVAL_S (the supervisor reads them).
 
 SIGTERM ends the session early but cleanly: stop sending, wait for outstanding reports.
+
+A **fatal** client error (librdkafka raises it on an idempotence failure it cannot recover
+from, e.g. OUT_OF_ORDER_SEQUENCE_NUMBER after a possibly-persisted batch, librdkafka #3584) is
+an observation, not a crash: whichever call raises it (poll, produce, flush, purge), the session
+stops sending, settles what it sent (its delivery reports, the rest purged), reports the error,
+its reason and the records it left unsent on its last progress line, and exits 0.
 """
 
 from __future__ import annotations
@@ -69,6 +75,8 @@ class ProducerSession:
         self.counts: Counter[str] = Counter()
         self.stopping = False
         self.fatal: str | None = None
+        self.fatal_reason: str | None = None
+        self.planned_left = 0
         self.history = HistoryWriter(self.run_dir, spec.run_id, spec.session_id, spec.producer)
         self.journal = SendJournal(self.run_dir.journal_file(spec.session_id))
         self.stream = RecordStream(
@@ -96,8 +104,24 @@ class ProducerSession:
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
-            self.fatal = error.name()
+            self._on_fatal(error)
         print(f"librdkafka: {error.name()}: {error.str()}", file=sys.stderr, flush=True)
+
+    def _on_fatal(self, error: KafkaError) -> None:
+        if self.fatal is None:
+            self.fatal, self.fatal_reason = error.name(), error.str()
+
+    def _guarded(self, call: Callable[[], Any]) -> Any:
+        """``call()``; a fatal error it raises is recorded (None returned), anything else
+        propagates."""
+        try:
+            return call()
+        except KafkaException as raised:
+            error = raised.args[0]
+            if not isinstance(error, KafkaError) or not error.fatal():
+                raise
+            self._on_fatal(error)
+            return None
 
     def _reporter(self, record: PlannedRecord, send_ms: int) -> DeliveryCallback:
         def on_delivery(error: KafkaError | None, msg: Message) -> None:
@@ -146,13 +170,15 @@ class ProducerSession:
                     break
             self._send(self.stream.next())
             sent += 1
-            self.producer.poll(0)
+            self._guarded(lambda: self.producer.poll(0))
             self._housekeeping()
+        if spec.records is not None:
+            self.planned_left = spec.records - sent
         self._finish()
 
     def _wait_until(self, moment: float) -> None:
-        while not self.stopping and (left := moment - time.monotonic()) > 0:
-            self.producer.poll(min(left, 0.05))
+        while not self.stopping and self.fatal is None and (left := moment - time.monotonic()) > 0:
+            self._guarded(lambda: self.producer.poll(min(left, 0.05)))
             self._housekeeping()
 
     def _send(self, record: PlannedRecord) -> None:
@@ -186,17 +212,20 @@ class ProducerSession:
                 if time.monotonic() > patience:
                     self._record(record, send_ms, Outcome.FAIL, error="_QUEUE_FULL")
                     return
-                self.producer.poll(0.05)
+                self._guarded(lambda: self.producer.poll(0.05))
             except KafkaException as refused:
-                name = refused.args[0].name()
-                self._record(record, send_ms, Outcome.FAIL, error=name)
+                error = refused.args[0]
+                if error.fatal():
+                    self._on_fatal(error)
+                self._record(record, send_ms, Outcome.FAIL, error=error.name())
                 return
 
     def _finish(self) -> None:
-        left = self.producer.flush(self.spec.flush_timeout_s)
-        if left:
-            self.producer.purge(in_queue=True, in_flight=True)
-            self.producer.flush(PURGE_GRACE_S)
+        timeout_s = PURGE_GRACE_S if self.fatal is not None else self.spec.flush_timeout_s
+        left = self._guarded(lambda: self.producer.flush(timeout_s))
+        if left or left is None:
+            self._guarded(lambda: self.producer.purge(in_queue=True, in_flight=True))
+            self._guarded(lambda: self.producer.flush(PURGE_GRACE_S))
         self.history.flush()
         self.journal.close()
         self._await_final_stats()
@@ -208,7 +237,7 @@ class ProducerSession:
         samples = self._stats_samples
         deadline = time.monotonic() + 1.5 * interval_ms / 1000
         while interval_ms and self._stats_samples == samples and time.monotonic() < deadline:
-            self.producer.poll(0.05)
+            self._guarded(lambda: self.producer.poll(0.05))
 
     def _housekeeping(self) -> None:
         self.history.maybe_flush()
@@ -217,7 +246,13 @@ class ProducerSession:
 
     def _progress(self, *, done: bool) -> None:
         self._last_progress = time.monotonic()
-        line = {**self.counts, "done": done, "fatal": self.fatal}
+        line = {
+            **self.counts,
+            "done": done,
+            "fatal": self.fatal,
+            "fatal_reason": self.fatal_reason,
+            "unsent": self.planned_left,
+        }
         sys.stdout.write(json.dumps(line) + "\n")
         sys.stdout.flush()
 

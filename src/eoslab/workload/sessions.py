@@ -31,7 +31,12 @@ Info = TypeVar("Info", bound=SessionRecord)
 
 class SessionProcess:
     def __init__(
-        self, module: str, spec_json: str, log: Path, on_exit: Callable[[SessionProcess], None]
+        self,
+        module: str,
+        spec_json: str,
+        log: Path,
+        on_exit: Callable[[SessionProcess], None],
+        env: dict[str, str] | None = None,
     ) -> None:
         self.progress: dict[str, Any] = {}
         self.killed = False
@@ -45,6 +50,7 @@ class SessionProcess:
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 stdin=subprocess.DEVNULL,
+                env=env,
             )
         self._reader = threading.Thread(target=self._read, name=f"progress-{module}", daemon=True)
         self._reader.start()
@@ -158,6 +164,11 @@ class SessionTable(Generic[Info]):
     def current(self, worker: int) -> Session[Info] | None:
         sessions = self.of(worker)
         return sessions[-1] if sessions else None
+
+    def current_by_worker(self) -> list[tuple[int, Session[Info]]]:
+        """Each worker's latest session, with its index (workers never started left out)."""
+        with self._lock:
+            return [(w, sessions[-1]) for w, sessions in self._sessions.items() if sessions]
 
     def add(self, worker: int, session: Session[Info]) -> None:
         with self._lock:

@@ -45,5 +45,13 @@ class WorkloadSpec(BaseModel):
         return share + (1 if producer < extra else 0)
 
     @property
+    def sending_s(self) -> float | None:
+        """How long the producers send at their rate, None when it is unbounded (full speed)."""
+        paced = None if self.records is None or self.rate is None else self.records / self.rate
+        if self.duration_s is None:
+            return paced
+        return self.duration_s if paced is None else min(paced, self.duration_s)
+
+    @property
     def rate_per_producer(self) -> float | None:
         return None if self.rate is None else self.rate / self.producers

@@ -12,7 +12,9 @@ import time
 import uuid
 
 from eoslab.clock import now_ms, wait_until
-from eoslab.rundir import RunDir, SessionInfo
+from eoslab.run_context import RunContext
+from eoslab.rundir import SessionInfo
+from eoslab.workload.clients import ProducerClient
 from eoslab.workload.ledger import read_journal, settle_killed_session
 from eoslab.workload.producer import SessionSpec
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
@@ -29,23 +31,17 @@ class Workload:
     def __init__(
         self,
         spec: WorkloadSpec,
-        *,
-        run_dir: RunDir,
-        run_id: str,
-        bootstrap: str,
-        topic: str,
-        partitions: int,
-        seed: int,
+        context: RunContext,
         producer_config: dict[str, str | int | float | bool],
+        client: ProducerClient | None = None,
     ) -> None:
         self.spec = spec
-        self.run_dir = run_dir
-        self.run_id = run_id
-        self.bootstrap = bootstrap
-        self.topic = topic
-        self.partitions = partitions
-        self.seed = seed
+        self.context = context
+        self.run_dir = context.run_dir
+        self.run_id = context.run_id
         self.producer_config = producer_config
+        self.client = client
+        """An older librdkafka for the producers; None: the workload's own."""
         self._sessions: SessionTable[SessionInfo] = SessionTable(
             "producer", spec.producers, WorkloadError
         )
@@ -57,14 +53,16 @@ class Workload:
         for producer in range(self.spec.producers):
             self._launch(producer)
 
-    def crash(self, producer: int) -> SessionInfo:
-        """kill -9 the producer's running session; settle its in-flight records."""
+    def crash(self, producer: int) -> tuple[SessionInfo, int]:
+        """kill -9 the producer's running session; settle its in-flight records (how many)."""
         session = self._sessions.current(producer)
         if session is None or not session.process.running:
             raise WorkloadError(f"producer {producer} has no running session to crash")
         session.process.kill(STOP_GRACE_S)
-        settle_killed_session(self.run_dir, self.run_id, session.info.session_id, producer)
-        return session.info
+        in_flight = settle_killed_session(
+            self.run_dir, self.run_id, session.info.session_id, producer
+        )
+        return session.info, in_flight
 
     def restart(self, producer: int) -> SessionInfo:
         """A new session for what is left of the producer's share (nothing if all was sent)."""
@@ -129,22 +127,25 @@ class Workload:
             session_id=session_id,
             producer=producer,
             session_index=session_index,
-            bootstrap=self.bootstrap,
-            topic=self.topic,
-            partitions=self.partitions,
+            bootstrap=self.context.bootstrap,
+            topic=self.context.topic,
+            partitions=self.context.partitions,
             config=self.producer_config,
             records=records,
             duration_s=duration,
             rate=self.spec.rate_per_producer,
             value_size=self.spec.value_size,
             keys=self.spec.keys,
-            seed=self.seed,
+            seed=self.context.seed,
             flush_timeout_s=self.spec.flush_timeout_s,
         )
         info = SessionInfo(session_id=session_id, producer=producer, started_ms=now_ms())
 
-        def ended(_: SessionProcess) -> None:
+        def ended(process: SessionProcess) -> None:
             info.ended_ms = now_ms()
+            info.fatal = process.progress.get("fatal")
+            info.fatal_reason = process.progress.get("fatal_reason")
+            info.unsent = int(process.progress.get("unsent") or 0)
 
         session = Session(
             info,
@@ -153,6 +154,7 @@ class Workload:
                 spec.model_dump_json(),
                 self.run_dir.journal_dir / f"{session_id}.log",
                 on_exit=ended,
+                env=None if self.client is None else self.client.environment(),
             ),
         )
         self._sessions.add(producer, session)

@@ -10,6 +10,7 @@ from eoslab.nemesis.steps.base import Step
 from eoslab.nemesis.steps.consumer_crash import ConsumerCrashStep
 from eoslab.nemesis.steps.consumer_join import ConsumerJoinStep
 from eoslab.nemesis.steps.consumer_pause import ConsumerPauseStep
+from eoslab.nemesis.steps.delete_records import DeleteRecordsStep
 from eoslab.nemesis.steps.kill import KillStep
 from eoslab.nemesis.steps.pause import PauseStep
 from eoslab.nemesis.steps.probe import ProbeStep
@@ -30,7 +31,8 @@ AnyStep = Annotated[
     | ProbeStep
     | ConsumerCrashStep
     | ConsumerPauseStep
-    | ConsumerJoinStep,
+    | ConsumerJoinStep
+    | DeleteRecordsStep,
     Field(discriminator="kind"),
 ]
 """A scenario's nemesis step, told apart by ``kind``."""

@@ -1,62 +1,103 @@
 """What every step is: a trigger (``at`` or ``after_acked``, a seeded ``jitter``), the targets it
-applies to, for ending steps an end (``duration`` or ``until``), and how it plays on the lab
-through a :class:`StepContext` (the nemesis)."""
+applies to, for ending steps an end (``duration`` or ``until``), how it plays on the lab through
+a :class:`StepContext` (the nemesis), and what it must show: every step judges, from what it
+observed, whether it took effect (:meth:`StepContext.judge`); a step that does not is the
+run's ruin (its verdict is invalid)."""
 
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from eoslab.rundir import LabTarget
+from eoslab.runtime.lab import ProcessState
 from eoslab.runtime.topology import KAFKA_SERVICES, REFBROKER_SERVICE
 
 if TYPE_CHECKING:
-    from eoslab.nemesis.timeline import ResolvedStep
+    from eoslab.fault_events import FaultPhase
     from eoslab.proxy.control_client import ProxyControl
     from eoslab.refbroker.control_client import RefbrokerControl
-    from eoslab.rundir import RunDir
+    from eoslab.run_context import RunContext
     from eoslab.runtime.lab import ProcessFaults
     from eoslab.workload.consumer_workload import ConsumerWorkload
     from eoslab.workload.supervisor import Workload
 
 LEADER = "leader"
+FOLLOWERS = "followers"
 COORDINATOR = "coordinator"
 RANDOM_BROKER = "random-broker"
-SERVICE_TARGETS = (LEADER, COORDINATOR, RANDOM_BROKER, *KAFKA_SERVICES, REFBROKER_SERVICE)
-"""What a step may name as its target: a service, the current partition leader, the broker
-coordinating the run's consumer group, or a seeded pick among the target's brokers."""
+SERVICE_TARGETS = (
+    LEADER,
+    FOLLOWERS,
+    COORDINATOR,
+    RANDOM_BROKER,
+    *KAFKA_SERVICES,
+    REFBROKER_SERVICE,
+)
+"""What a step may name as its target: a service, the current partition leader, its followers
+(every other replica: a leader cut off from them), the broker coordinating the run's consumer
+group, or a seeded pick among the target's brokers."""
 
 
 @dataclass(frozen=True)
 class ScenarioShape:
-    """What a step may check a scenario against: its targets and its workloads' sizes."""
+    """What a step may check a scenario (or one run of it) against: its targets, its
+    workloads' sizes and pace, and its time bound."""
 
     targets: tuple[LabTarget, ...]
     producers: int
     partitions: int
     consumers: int
     """Consumer processes of the consumer workload; 0 when the scenario has none."""
+    records: int | None = None
+    """Records the producers send in all; None: bounded by time only."""
+    sending_s: float | None = None
+    """How long the producers send at their rate; None: unknown (full speed)."""
+    timeout_s: float | None = None
 
 
 class StepContext(Protocol):
     """What the nemesis offers a step while it plays."""
 
-    target: LabTarget
+    context: RunContext
     runtime: ProcessFaults
-    run_dir: RunDir
-    bootstrap: str
-    topic: str
 
     def service(self, step: ResolvedStep) -> str:
         """The service the step acts on (the leader looked up now, if it says "leader")."""
         ...
 
-    def log(self, kind: str, target: str | None, phase: str, **detail: Any) -> None:
-        """One line of the run's faults.jsonl."""
+    def services(self, step: ResolvedStep) -> list[str]:
+        """The services the step acts on: its service, or the partition's followers."""
+        ...
+
+    def leader_of(self, partition: int) -> str:
+        """The service leading a partition of the run's topic now."""
+        ...
+
+    def log(
+        self,
+        step: ResolvedStep,
+        phase: FaultPhase | str,
+        *,
+        kind: str | None = None,
+        target: str | None = None,
+        **detail: Any,
+    ) -> None:
+        """One line of the run's faults.jsonl (the step's kind and target unless told)."""
+        ...
+
+    def judge(self, step: ResolvedStep, took_effect: bool, evidence: str, **observed: Any) -> None:
+        """What the step saw, and whether that shows it took effect (one line of evidence);
+        a later judgement replaces the verdict and adds to what was observed."""
+        ...
+
+    def observe(self, step: ResolvedStep, **observed: Any) -> None:
+        """More of what the step saw, the judgement unchanged."""
         ...
 
     def broke(
@@ -114,6 +155,29 @@ class Step(BaseModel, abc.ABC):
         """Why the step cannot be part of a scenario of this shape, or None."""
         return None
 
+    def unreachable(self, scenario: ScenarioShape) -> str | None:
+        """Why the step's trigger can never come in a run of this shape (it would be skipped
+        and the run invalid), or None: a record count the run never acknowledges, a moment
+        past the run's time bound or, for a run without consumers (it ends with its
+        producers), past the time its producers send."""
+        records = scenario.records
+        if self.after_acked is not None and records is not None and self.after_acked > records:
+            return (
+                f"after_acked: {self.after_acked} is more than the {records} records the run "
+                "sends: the step could never fire"
+            )
+        if self.at is None:
+            return None
+        if scenario.timeout_s is not None and self.at + self.jitter >= scenario.timeout_s:
+            return f"at: {self.at} s is past the run's timeout_s ({scenario.timeout_s:g} s)"
+        sending_s = scenario.sending_s
+        if not scenario.consumers and sending_s is not None and self.at + self.jitter >= sending_s:
+            return (
+                f"at: {self.at} s (+ jitter {self.jitter:g} s) is past the {sending_s:g} s the "
+                "producers send: the step could never fire"
+            )
+        return None
+
     @abc.abstractmethod
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         """Break something (and log it)."""
@@ -164,9 +228,19 @@ class PartitionStep(Step):
 
 
 class ServiceStep(PartitionStep):
-    """A step that acts on one service of the lab (a broker, the reference broker)."""
+    """A step that acts on one service of the lab (a broker, the reference broker), or, for
+    the kinds that take several (:attr:`takes_followers`), on a partition's followers."""
 
     target: str = LEADER
+    takes_followers: ClassVar[bool] = False
+
+    def misfit(self, scenario: ScenarioShape) -> str | None:
+        if self.target == FOLLOWERS:
+            if not self.takes_followers:
+                return f"target: {self.kind} acts on one service, not on followers"
+            if "refbroker" in (self.on or scenario.targets):
+                return "target: the reference broker has no followers (on: [kafka])"
+        return super().misfit(scenario)
 
     @field_validator("target")
     @classmethod
@@ -200,6 +274,52 @@ class ConsumerStep(EndingStep):
         return f"consumer-{self.consumer}"
 
 
+class ResolvedStep(BaseModel):
+    """One step for one run: trigger and end fixed, random choices made."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    kind: str
+    at_s: float | None
+    after_acked: int | None
+    duration_s: float | None
+    target: str | None
+    """A service name, "leader" or "coordinator" (looked up at start), "*" (every proxy route)
+    or None."""
+    step: Step
+
+
+def leader_now(ctx: StepContext, partition: int) -> str:
+    """Who leads ``partition`` now, for a step's evidence ("unknown: why" when nobody can say:
+    no leader is an observation too)."""
+    try:
+        return ctx.leader_of(partition)
+    except Exception as error:
+        return f"unknown: {error}"
+
+
+def restarted(
+    ctx: StepContext, services: list[str], interval_s: float = 0.0
+) -> tuple[bool, str, dict[str, Any]]:
+    """Restart each service in turn (``interval_s`` between two); whether every one runs as a
+    new process afterwards, the evidence, and the pids before and after."""
+    pids: dict[str, list[int | None]] = {}
+    for index, service in enumerate(services):
+        if index and interval_s:
+            time.sleep(interval_s)
+        before = ctx.runtime.observe(service).pid
+        ctx.runtime.restart(service)
+        after = ctx.runtime.observe(service)
+        pids[service] = [before, after.pid if after.state is ProcessState.RUNNING else None]
+    fresh = [s for s, (before, after) in pids.items() if after is not None and after != before]
+    if len(fresh) == len(services):
+        return True, f"restarted {', '.join(services)} (new pids)", {"pids": pids}
+    stale = ", ".join(s for s in services if s not in fresh)
+    return False, f"{stale} did not come back as a new process", {"pids": pids}
+
+
 def start_phase(step: ResolvedStep) -> str:
-    """``start`` for a fault that will end, ``instant`` for one that does not."""
+    """``start`` for a fault that will end at its duration, ``instant`` for one that does not
+    (what it broke, if anything, is undone when the run heals)."""
     return "start" if step.duration_s is not None else "instant"

@@ -1,14 +1,14 @@
 """One more consumer joins the group (a rebalance), and leaves it cleanly after `duration`
-(another): several of them make a rebalance storm."""
+(another): several of them make a rebalance storm.
+
+Evidence: the group rebalanced while it was there (a newer generation)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from eoslab.nemesis.steps.base import EndingStep, ScenarioShape, StepContext, start_phase
-
-if TYPE_CHECKING:
-    from eoslab.nemesis.timeline import ResolvedStep
+from eoslab.fault_events import FaultPhase
+from eoslab.nemesis.steps.base import EndingStep, ResolvedStep, ScenarioShape, StepContext
 
 
 class ConsumerJoinStep(EndingStep):
@@ -19,12 +19,31 @@ class ConsumerJoinStep(EndingStep):
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         consumers = ctx.consumers()
+        generation = consumers.generation()
         joined = consumers.join()
         who = f"consumer-{joined}"
-        ctx.broke(step, f"{who} leaves", lambda: consumers.leave(joined), consumer=joined)
-        ctx.log("consumer-join", who, start_phase(step), step=step.index)
+        ctx.broke(
+            step,
+            f"{who} leaves",
+            lambda: consumers.leave(joined),
+            consumer=joined,
+            generation=generation,
+        )
+        ctx.judge(step, False, f"{who} started", consumer=joined, generation_before=generation)
+        ctx.log(step, FaultPhase.START, target=who, generation=generation)
 
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:
-        who = f"consumer-{ctx.memo(step)['consumer']}"
+        memo = ctx.memo(step)
+        who = f"consumer-{memo['consumer']}"
+        generation = ctx.consumers().generation()
         ctx.repair(step)
-        ctx.log("consumer-join", who, "end", step=step.index, left=True)
+        rebalanced = generation > memo["generation"]
+        ctx.judge(
+            step,
+            rebalanced,
+            f"{who} joined: generation {memo['generation']} -> {generation}"
+            if rebalanced
+            else f"{who} came and went without a rebalance (generation {generation})",
+            generation_after=generation,
+        )
+        ctx.log(step, FaultPhase.END, target=who, left=True, generation=generation)

@@ -1,20 +1,31 @@
-"""SIGSTOP a broker for `duration`, then SIGCONT: frozen with its sockets open (a GC pause, a
-stalled VM), long enough to be taken for dead."""
+"""SIGSTOP a broker (or a partition's followers) for `duration`, then SIGCONT: frozen with its
+sockets open (a GC pause, a stalled VM), long enough to be taken for dead — or, for the
+followers, a leader left acknowledging alone.
+
+Evidence: each process was stopped by the signal, and for how long."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Self
+import time
+from typing import ClassVar, Literal, Self
 
 from pydantic import model_validator
 
-from eoslab.nemesis.steps.base import EndingStep, ServiceStep, StepContext
-
-if TYPE_CHECKING:
-    from eoslab.nemesis.timeline import ResolvedStep
+from eoslab.fault_events import FaultPhase
+from eoslab.nemesis.steps.base import (
+    LEADER,
+    EndingStep,
+    ResolvedStep,
+    ServiceStep,
+    StepContext,
+    leader_now,
+)
+from eoslab.runtime.lab import ProcessState
 
 
 class PauseStep(ServiceStep, EndingStep):
     kind: Literal["pause"]
+    takes_followers: ClassVar[bool] = True
 
     @model_validator(mode="after")
     def _has_end(self) -> Self:
@@ -23,11 +34,38 @@ class PauseStep(ServiceStep, EndingStep):
         return self
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
-        service = ctx.service(step)
-        ctx.runtime.pause(service)
-        ctx.broke(step, f"resume {service}", lambda: ctx.runtime.resume(service))
-        ctx.log("pause", service, "start", step=step.index, signal="SIGSTOP")
+        services = ctx.services(step)
+        pids: dict[str, int | None] = {}
+        running = []
+        for service in services:
+            ctx.runtime.pause(service)
+            after = ctx.runtime.observe(service)
+            pids[service] = after.pid
+            if after.state is not ProcessState.STOPPED:
+                running.append(f"{service} is {after.state}")
+
+        def resume() -> None:
+            for service in services:
+                ctx.runtime.resume(service)
+
+        ctx.broke(step, f"resume {', '.join(services)}", resume, paused_at=time.monotonic())
+        stopped = ", ".join(f"pid {pid}" for pid in pids.values())
+        evidence = "; ".join(running) if running else f"{stopped} stopped (SIGSTOP)"
+        ctx.judge(step, bool(services) and not running, evidence or "no service", pids=pids)
+        ctx.log(step, FaultPhase.START, target=",".join(services), signal="SIGSTOP", pids=pids)
 
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:
+        services = ctx.services(step)
+        paused_s = round(time.monotonic() - ctx.memo(step)["paused_at"], 3)
+        leader = {"leader_after": leader_now(ctx, self.partition)} if self.target == LEADER else {}
         ctx.repair(step)
-        ctx.log("pause", ctx.service(step), "end", step=step.index, signal="SIGCONT")
+        states = {s: str(ctx.runtime.observe(s).state) for s in services}
+        ctx.observe(step, paused_s=paused_s, state_after=states, **leader)
+        ctx.log(
+            step,
+            FaultPhase.END,
+            target=",".join(services),
+            signal="SIGCONT",
+            paused_s=paused_s,
+            **leader,
+        )

@@ -1,16 +1,23 @@
 """kill -9 a producer process; a new session (a new PID) starts after `duration`, at once if
-unset."""
+unset.
+
+Evidence: the session that was running was killed, and how many of its records were in
+flight (settled as indeterminate)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from eoslab.nemesis.steps.base import EndingStep, ScenarioShape, StepContext, start_phase
-
-if TYPE_CHECKING:
-    from eoslab.nemesis.timeline import ResolvedStep
+from eoslab.fault_events import FaultPhase
+from eoslab.nemesis.steps.base import (
+    EndingStep,
+    ResolvedStep,
+    ScenarioShape,
+    StepContext,
+    start_phase,
+)
 
 
 class ProducerCrashStep(EndingStep):
@@ -24,23 +31,34 @@ class ProducerCrashStep(EndingStep):
             )
         return None
 
+    @property
+    def who(self) -> str:
+        return f"producer-{self.producer}"
+
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
-        crashed = ctx.workload().crash(self.producer)
-        who = f"producer-{self.producer}"
+        crashed, in_flight = ctx.workload().crash(self.producer)
+        ctx.judge(
+            step,
+            True,
+            f"session {crashed.session_id[:8]} killed (SIGKILL) with {in_flight} record(s) in flight",
+            session_id=crashed.session_id,
+            in_flight=in_flight,
+        )
         phase = start_phase(step)
-        ctx.log("producer-crash", who, phase, step=step.index, session_id=crashed.session_id)
-        if phase == "instant":
+        ctx.log(
+            step,
+            phase,
+            target=self.who,
+            session_id=crashed.session_id,
+            in_flight=in_flight,
+        )
+        if phase == FaultPhase.INSTANT:
             self._restart(ctx, step, phase)
 
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:
-        self._restart(ctx, step, "end")
+        self._restart(ctx, step, FaultPhase.END)
 
     def _restart(self, ctx: StepContext, step: ResolvedStep, phase: str) -> None:
         session = ctx.workload().restart(self.producer)
-        ctx.log(
-            "producer-crash",
-            f"producer-{self.producer}",
-            phase,
-            step=step.index,
-            restarted=session.session_id,
-        )
+        ctx.observe(step, restarted=session.session_id)
+        ctx.log(step, phase, target=self.who, restarted=session.session_id)

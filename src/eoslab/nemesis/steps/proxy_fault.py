@@ -1,23 +1,25 @@
 """A chaos-proxy fault on a broker's route (or on every route, ``target: "*"``); removed after
-`duration`, else when the run heals."""
+`duration`, else when the run heals.
+
+Evidence: the proxy's own tally of the fault (frames it acted on, per API and connection),
+read just before the fault is removed; a fault that never fired did not take effect."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import field_validator
 
+from eoslab.fault_events import FaultPhase
 from eoslab.nemesis.steps.base import (
     SERVICE_TARGETS,
     EndingStep,
+    ResolvedStep,
     ServiceStep,
     StepContext,
-    start_phase,
 )
-from eoslab.proxy.fault_spec import ANY, FAULT_SPEC_ADAPTER, FaultSpec
-
-if TYPE_CHECKING:
-    from eoslab.nemesis.timeline import ResolvedStep
+from eoslab.proxy.faults import FAULT_SPEC_ADAPTER
+from eoslab.proxy.faults.spec import ANY, FaultEvidence, FaultSpec
 
 
 class ProxyStep(ServiceStep, EndingStep):
@@ -44,29 +46,42 @@ class ProxyStep(ServiceStep, EndingStep):
     def spec(self, route: str) -> FaultSpec:
         return FAULT_SPEC_ADAPTER.validate_python({**self.fault, "route": route})
 
+    def _route(self, ctx: StepContext, step: ResolvedStep) -> str:
+        return ANY if step.target == ANY else ctx.service(step)
+
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
-        route = ANY if step.target == ANY else ctx.service(step)
+        route = self._route(ctx, step)
         spec = self.spec(route)
         proxy = ctx.proxy()
         fault_id = proxy.add(spec)
         ctx.broke(
             step, f"remove proxy fault {fault_id}", lambda: proxy.remove(fault_id), id=fault_id
         )
+        ctx.judge(step, False, f"{spec.kind} in place, nothing acted on yet", fault_id=fault_id)
         detail = spec.model_dump(mode="json", exclude_none=True)
-        kind = f"proxy:{spec.kind}"
-        ctx.log(kind, route, start_phase(step), step=step.index, id=fault_id, spec=detail)
+        ctx.log(
+            step,
+            FaultPhase.START,
+            kind=f"proxy:{spec.kind}",
+            target=route,
+            id=fault_id,
+            spec=detail,
+        )
 
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:
+        route = self._route(ctx, step)
         fault_id = ctx.memo(step)["id"]
-        counts = {f["id"]: f for f in ctx.proxy().faults()}.get(fault_id, {})
+        evidence = FaultEvidence.model_validate(ctx.proxy().fault(fault_id)["evidence"])
         ctx.repair(step)
-        route = ANY if step.target == ANY else ctx.service(step)
+        took_effect, line = self.spec(route).took_effect(evidence)
+        ctx.judge(step, took_effect, line, **evidence.model_dump(exclude_none=True))
         ctx.log(
-            f"proxy:{self.fault['kind']}",
-            route,
-            "end",
-            step=step.index,
+            step,
+            FaultPhase.END,
+            kind=f"proxy:{self.fault['kind']}",
+            target=route,
             id=fault_id,
-            matched=counts.get("matched"),
-            injected=counts.get("injected"),
+            matched=evidence.matched,
+            injected=evidence.injected,
+            frames=evidence.frames,
         )

@@ -1,5 +1,8 @@
 """A state or request fault of the reference broker (its control API, see refbroker/faults.py);
-the broker is set back as configured after `duration`, else when the run heals."""
+the broker is set back as configured after `duration`, else when the run heals.
+
+Evidence: the fault's own judgement (refbroker/faults.py) from the control API's counters and
+state before it was applied and when it ends: a request fault must have met a request."""
 
 from __future__ import annotations
 
@@ -7,11 +10,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import field_validator
 
-from eoslab.nemesis.steps.base import EndingStep, ScenarioShape, StepContext, start_phase
-from eoslab.refbroker.faults import FAULT_ADAPTER
+from eoslab.fault_events import FaultPhase
+from eoslab.nemesis.steps.base import EndingStep, ResolvedStep, ScenarioShape, StepContext
+from eoslab.refbroker.faults import FAULT_ADAPTER, Snapshot
 
 if TYPE_CHECKING:
-    from eoslab.nemesis.timeline import ResolvedStep
+    from eoslab.refbroker.control_client import RefbrokerControl
+
+
+def snapshot(refbroker: RefbrokerControl) -> Snapshot:
+    return Snapshot(counters=refbroker.counters(), state=refbroker.state())
 
 
 class RefbrokerStep(EndingStep):
@@ -29,13 +37,30 @@ class RefbrokerStep(EndingStep):
             return "on: a refbroker fault needs on: [refbroker] (the scenario also targets kafka)"
         return None
 
+    @property
+    def fault_kind(self) -> str:
+        return f"refbroker:{self.fault['kind']}"
+
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         refbroker = ctx.refbroker()
+        before = snapshot(refbroker)
         answer = refbroker.apply(self.fault)
-        ctx.broke(step, "set the reference broker back as configured", refbroker.clear)
-        kind = f"refbroker:{self.fault['kind']}"
-        ctx.log(kind, "refbroker", start_phase(step), step=step.index, applied=answer)
+        ctx.broke(
+            step,
+            "set the reference broker back as configured",
+            refbroker.clear,
+            before=before,
+            applied=answer,
+        )
+        ctx.judge(step, False, "applied, not yet judged", applied=answer)
+        ctx.log(step, FaultPhase.START, kind=self.fault_kind, target="refbroker", applied=answer)
 
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:
+        memo = ctx.memo(step)
+        after = snapshot(ctx.refbroker())
         ctx.repair(step)
-        ctx.log(f"refbroker:{self.fault['kind']}", "refbroker", "end", step=step.index)
+        took_effect, line = FAULT_ADAPTER.validate_python(self.fault).took_effect(
+            memo["applied"], memo["before"], after
+        )
+        ctx.judge(step, took_effect, line)
+        ctx.log(step, FaultPhase.END, kind=self.fault_kind, target="refbroker", evidence=line)

@@ -1,13 +1,13 @@
-"""Stop a broker cleanly and start it again with the same data."""
+"""Stop a broker cleanly and start it again with the same data.
+
+Evidence: a new process (pid) runs afterwards."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from eoslab.nemesis.steps.base import ServiceStep, StepContext
-
-if TYPE_CHECKING:
-    from eoslab.nemesis.timeline import ResolvedStep
+from eoslab.fault_events import FaultPhase
+from eoslab.nemesis.steps.base import ResolvedStep, ServiceStep, StepContext, restarted
 
 
 class RestartStep(ServiceStep):
@@ -15,6 +15,6 @@ class RestartStep(ServiceStep):
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         service = ctx.service(step)
-        ctx.log("restart", service, "start", step=step.index)
-        ctx.runtime.restart(service)
-        ctx.log("restart", service, "end", step=step.index)
+        ok, evidence, observed = restarted(ctx, [service])
+        ctx.judge(step, ok, evidence, **observed)
+        ctx.log(step, FaultPhase.INSTANT, **observed)

@@ -1,17 +1,16 @@
-"""Restart every broker of the target, one after the other."""
+"""Restart every broker of the target, one after the other.
+
+Evidence: each broker runs as a new process (pid) afterwards."""
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from eoslab.nemesis.steps.base import Step, StepContext
+from eoslab.fault_events import FaultPhase
+from eoslab.nemesis.steps.base import ResolvedStep, Step, StepContext, restarted
 from eoslab.runtime.topology import brokers_of
-
-if TYPE_CHECKING:
-    from eoslab.nemesis.timeline import ResolvedStep
 
 
 class RollingRestartStep(Step):
@@ -19,8 +18,7 @@ class RollingRestartStep(Step):
     interval: float = Field(1.0, ge=0, description="seconds between two restarts")
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
-        for service in brokers_of(ctx.target):
-            ctx.log("restart", service, "start", step=step.index, rolling=True)
-            ctx.runtime.restart(service)
-            ctx.log("restart", service, "end", step=step.index, rolling=True)
-            time.sleep(self.interval)
+        services = list(brokers_of(ctx.context.lab_target))
+        ok, evidence, observed = restarted(ctx, services, self.interval)
+        ctx.judge(step, ok, evidence, **observed)
+        ctx.log(step, FaultPhase.INSTANT, target=",".join(services), **observed)

@@ -2,7 +2,8 @@
 # `make lab` (default matrix) and `make conformance` (MATRIX=full): the one-command run.
 # Brings the lab up without Airflow's scheduler (the matrix runs through `airflow dags test
 # eos_nightly`, and nothing else may share the lab meanwhile), prints the report, brings the
-# lab down whatever happened. Exit: 0 every cell conforms, 2 a cell does not, 1 the run failed.
+# lab down whatever happened. Exit: 0 every cell conforms, 3 a cell is invalid (a fault that did
+# not take effect), 2 a cell does not conform, 1 the run failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MATRIX=${MATRIX:-default}
@@ -20,6 +21,7 @@ verdict=$?
 case $verdict in
   0) echo "lab: every cell conforms" ;;
   2) echo "lab: at least one cell does NOT conform; see the report above" >&2 ;;
+  3) echo "lab: at least one cell is INVALID (a fault did not take effect); see the report above" >&2 ;;
   *) echo "lab: the matrix could not run (exit $verdict); see the log named above" >&2 ;;
 esac
 exit $verdict

@@ -67,6 +67,16 @@ if ! fresh "$VENV/.installed" pyproject.toml; then
   touch "$VENV/.installed"
 fi
 
+# --- older librdkafka releases a scenario may run its producers on (eoslab.workload.clients):
+# confluent-kafka at that version (its wheel bundles librdkafka), in a folder of its own
+for pin in $("$VENV/bin/python" -c 'from eoslab.workload.clients import OLDER_CLIENTS; print(" ".join(OLDER_CLIENTS.values()))'); do
+  target=".venv-clients/${pin/==/-}"
+  if [ ! -d "$target/confluent_kafka" ]; then
+    echo "setup: installing $pin for the scenarios that run an older librdkafka"
+    "$VENV/bin/pip" install -q --no-deps --target "$target" "$pin" || fail "pip could not install $pin."
+  fi
+done
+
 # --- jars -------------------------------------------------------------------------------
 fetch_jars() {  # pom, output folder, extra maven args...
   local pom=$1 out=$2; shift 2

@@ -32,6 +32,9 @@ History outcomes (:class:`Outcome`; the error → outcome mapping is in
   idempotence error, producer killed before its report arrived, ...);
 - ``unsent``: the session ended (cleanly) before the record was transmitted; definitely
   not written. Only ever a tail: every later record of that session+partition is unsent too.
+- ``deleted`` (the checker's, never written by a workload): acknowledged below the log start a
+  delete-records step moved (:meth:`RunInfo.log_starts`): deleted on purpose, neither lost nor
+  a gap.
 
 Files starting with ``.`` or ``_`` inside ``history/`` are in-progress writes; Spark and
 pyarrow datasets skip them.
@@ -174,6 +177,8 @@ with (librdkafka's names); its checks are named ``fatal.<NAME>``, and every run 
 :data:`UNEXPECTED_FATAL`."""
 UNEXPECTED_FATAL = "fatal.unexpected"
 """Producer sessions that ended on a fatal error the scenario does not name: expected "0"."""
+EPOCH_BUMPS = "epoch_bumps"
+"""The check of the producers' epoch bumps (counted, ">=0", unless a scenario expects them)."""
 
 
 class Outcome(StrEnum):
@@ -183,6 +188,7 @@ class Outcome(StrEnum):
     FAIL = "fail"
     INDETERMINATE = "indeterminate"
     UNSENT = "unsent"
+    DELETED = "deleted"
 
 
 HISTORY_SCHEMA = pa.schema(
@@ -222,6 +228,10 @@ class SessionInfo(BaseModel):
     fatal_reason: str | None = None
     unsent: int = 0
     """Records of the session's share it never handed to the client (it ended first)."""
+    epoch_bumps: int = 0
+    """How often the session's producer epoch went up (librdkafka's statistics: a KIP-360
+    bump after UNKNOWN_PRODUCER_ID or OUT_OF_ORDER_SEQUENCE_NUMBER, a drained bump after a
+    timed-out message)."""
 
 
 class RunInfo(BaseModel):
@@ -259,6 +269,24 @@ class RunInfo(BaseModel):
     problems: list[str] = Field(default_factory=list)
     """What went wrong carrying out the run (a step that failed, a heal that failed, a
     timeout); a run with problems is invalid."""
+
+    broker_errors: dict[str, int] = Field(default_factory=dict)
+    """Produce answers the reference broker gave with an error during the run, by name (its
+    counters; empty on Kafka): errors a client retried past leave no trace in the history."""
+
+    def log_starts(self) -> dict[int, int]:
+        """Where delete-records steps that took effect moved each partition's log start (the
+        highest per partition): records acknowledged below it were deleted on purpose."""
+        starts: dict[int, int] = {}
+        for fault in self.faults:
+            if fault.kind == "delete-records" and fault.took_effect:
+                for partition, offset in fault.observed.get("log_start", {}).items():
+                    starts[int(partition)] = max(starts.get(int(partition), 0), int(offset))
+        return starts
+
+    @property
+    def epoch_bumps(self) -> int:
+        return sum(session.epoch_bumps for session in self.sessions)
 
     def fatal_sessions(self) -> dict[str, int]:
         """Producer sessions that ended on a fatal error, by its name."""

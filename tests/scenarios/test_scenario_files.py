@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from eoslab.rundir import CONSUMER_ANOMALIES, PRODUCER_ANOMALIES
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.command import app
+from eoslab.scenarios.executor import RunError, plan
 
 CATALOGUE = [
     "baseline",
@@ -31,7 +32,10 @@ CATALOGUE = [
     "rolling-restart",
     "no-idempotence",
     "acks-1",
-    "librdkafka-4953",
+    "leader-alone",
+    "kafka-7190",
+    "librdkafka-3584",
+    "redpanda-3039",
     "message-timeout",
     "consumer-crash-before-commit",
     "auto-commit-crash",
@@ -181,6 +185,31 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
             "needs on: [refbroker]",
         ),
         ({"workload": {"records": None}}, "workload", "give a record count"),
+        (
+            {"nemesis": [{"kind": "restart", "after_acked": 500, "target": "kafka-1"}]},
+            "nemesis.0.after_acked",
+            "500 is more than the 100 records the run sends: the step could never fire",
+        ),
+        (
+            {"timeout_s": 10, "nemesis": [{"kind": "restart", "at": 30, "target": "kafka-1"}]},
+            "nemesis.0.at",
+            "past the run's timeout_s (10 s)",
+        ),
+        (
+            {
+                "workload": {"records": 100, "rate": 50},
+                "nemesis": [{"kind": "restart", "at": 1.5, "jitter": 1, "target": "kafka-1"}],
+            },
+            "nemesis.0.at",
+            "past the 2 s the producers send",
+        ),
+        ({"refbroker": {"rules": "kafka-2.0"}}, "refbroker", "needs target refbroker"),
+        ({"clients": ["1.0.0"]}, "clients", "['1.0.0'] unknown"),
+        (
+            {"expected": {"fatal": {"NOT_AN_ERROR": ">0"}}},
+            "expected.fatal",
+            "unknown Kafka error",
+        ),
     ],
 )
 def test_a_bad_file_is_refused_with_file_field_and_reason(
@@ -189,6 +218,18 @@ def test_a_bad_file_is_refused_with_file_field_and_reason(
     message = refusal(write(tmp_path, **changes))
     assert message.startswith(f"{tmp_path / 'broken.yaml'}: {field}")
     assert reason in message
+
+
+def test_a_run_whose_record_count_puts_a_trigger_out_of_reach_is_refused_before_it_starts() -> None:
+    producer_restart = find_scenario("producer-restart")
+    with pytest.raises(RunError, match=r"nemesis\.0\.after_acked: 1000 is more than the 500"):
+        plan(producer_restart, "kafka", records=500)
+    assert plan(producer_restart, "kafka", records=1500).workload.records == 1500
+    with pytest.raises(RunError, match="records: 0 is not a positive record count"):
+        plan(producer_restart, "kafka", records=0)
+    with pytest.raises(RunError, match="meant for the workload's own librdkafka"):
+        plan(producer_restart, "kafka", client="2.2.0")
+    assert plan(find_scenario("librdkafka-3584"), "refbroker", client="2.2.0").client == "2.2.0"
 
 
 def test_yaml_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:

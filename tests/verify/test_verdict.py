@@ -9,7 +9,9 @@ from eoslab.rundir import GxOutcome, RunInfo, VerdictLinks, VerdictStatus
 from eoslab.verify.verdict import (
     ExpectationError,
     build_verdict,
+    errors_observed,
     expected_checks,
+    fatal_observed,
     judge,
     matches,
 )
@@ -136,3 +138,22 @@ def test_mismatches_carry_at_most_five_examples() -> None:
     assert mismatch.name == "lost"
     assert mismatch.examples == examples[:5]
     assert verdict.model_dump()["mismatches"][0]["examples"][4]["offset"] == 4
+
+
+def test_fatal_errors_are_checked_by_name_and_an_unnamed_one_is_a_mismatch() -> None:
+    expected = expected_checks({"fatal": {"OUT_OF_ORDER_SEQUENCE_NUMBER": ">0"}})
+    assert expected["fatal.OUT_OF_ORDER_SEQUENCE_NUMBER"] == ">0"
+    assert expected["fatal.unexpected"] == "0"
+    named = fatal_observed({"OUT_OF_ORDER_SEQUENCE_NUMBER": 1}, expected)
+    assert named == {"fatal.unexpected": 0, "fatal.OUT_OF_ORDER_SEQUENCE_NUMBER": 1}
+    assert all(c.conforms for c in judge(expected, named, {}))
+    surprise = fatal_observed({"UNKNOWN_PRODUCER_ID": 2}, expected_checks({}))
+    (mismatch,) = [c for c in judge(expected_checks({}), surprise, {}) if not c.conforms]
+    assert mismatch.summary == "fatal.unexpected: expected 0, observed 2"
+
+
+def test_errors_the_broker_answered_count_where_the_history_saw_none() -> None:
+    observed = errors_observed(
+        {"_MSG_TIMED_OUT": 3}, {"UNKNOWN_PRODUCER_ID": 2, "_MSG_TIMED_OUT": 1}
+    )
+    assert observed == {"errors._MSG_TIMED_OUT": 3, "errors.UNKNOWN_PRODUCER_ID": 2}

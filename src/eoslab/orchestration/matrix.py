@@ -1,11 +1,14 @@
 """The scenario matrix: which scenarios run against which targets, in which consumer handler
 modes, and with how many records.
 
-The default matrix is small enough for `make lab` on two cores: the baseline, one fault the
-idempotent producer must survive (lost acks) and one negative control (no idempotence), each
-on both targets. The full matrix is every catalogue scenario on every target it names, each
-consumer scenario in every mode it names, and a few producer scenarios paired with consumers
-(:data:`END_TO_END`: exactly-once from the producer to the sink).
+The default matrix is small enough for `make lab` on two cores and covers both halves on every
+target (:data:`DEFAULT_CELLS`): the baseline and one fault the idempotent producer must
+survive (lost acks) on each target, the producer half's negative control (no idempotence), and
+the consumer half's crash between an effect and its commit, once as its negative control
+(commit-after doubles the effect) and once made exactly-once (dedup-table). The full matrix
+is every catalogue scenario on every target it names, each consumer scenario in every mode it
+names, each scenario that names older clients once per client, and a few producer scenarios
+paired with consumers (:data:`END_TO_END`: exactly-once from the producer to the sink).
 """
 
 from __future__ import annotations
@@ -17,7 +20,16 @@ from typing import Any
 from eoslab.rundir import HANDLER_MODES, LAB_TARGETS, HandlerMode
 from eoslab.scenarios.catalogue import catalogue, load_scenario
 
-DEFAULT_SCENARIOS = ("baseline", "lost-acks", "no-idempotence")
+DEFAULT_CELLS: tuple[tuple[str, str, HandlerMode | None], ...] = (
+    ("baseline", "kafka", None),
+    ("baseline", "refbroker", None),
+    ("lost-acks", "kafka", None),
+    ("lost-acks", "refbroker", None),
+    ("no-idempotence", "kafka", None),
+    ("consumer-crash-before-commit", "kafka", "commit-after"),
+    ("consumer-crash-before-commit", "refbroker", "dedup-table"),
+)
+"""(scenario, target, handler mode) of the default matrix."""
 END_TO_END: dict[str, tuple[HandlerMode, ...]] = {
     "baseline": ("dedup-table",),
     "lost-acks": ("dedup-table",),
@@ -58,8 +70,11 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
     if matrix not in MATRICES:
         raise MatrixError(f"unknown matrix {matrix!r}; choose one of {', '.join(MATRICES)}")
     known = catalogue()
-    scenarios = request.get("scenarios") or (
-        DEFAULT_SCENARIOS if matrix == "default" else tuple(known)
+    explicit = request.get("scenarios") or []
+    scenarios = explicit or (
+        tuple(dict.fromkeys(s for s, _, _ in DEFAULT_CELLS))
+        if matrix == "default"
+        else tuple(known)
     )
     unknown = sorted(set(scenarios) - known.keys())
     if unknown:
@@ -72,6 +87,12 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
         raise MatrixError(f"modes must be among {HANDLER_MODES}, not {modes}")
     default_records = DEFAULT_RECORDS if matrix == "default" else None
     records = request.get("records", default_records)
+    if matrix == "default" and not explicit and not modes:
+        return [
+            Cell(name, target, records, mode)
+            for name, target, mode in DEFAULT_CELLS
+            if target in targets
+        ]
     cells = []
     for name in scenarios:
         scenario = load_scenario(known[name])

@@ -198,6 +198,8 @@ class Run:
     timeline: TimelineRunner
     done: WorkloadsDone
     refbroker: RefbrokerControl | None
+    rejected_before: dict[str, int]
+    """The reference broker's rejected Produce answers by error when the run started."""
 
 
 def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
@@ -269,6 +271,7 @@ def start(
             raise RunError(f"scenario {scenario.name} sets the reference broker, which is not up")
         for fault in profile:
             refbroker.apply(fault)
+    rejected = rejected_produces(refbroker) if run_plan.target == "refbroker" else {}
     workload = Workload(run_plan.workload, context, scenario.producer_config, client=client)
     consumers = None if consumer_spec is None else ConsumerWorkload(consumer_spec, context)
     done = WorkloadsDone(workload, consumers)
@@ -283,7 +286,16 @@ def start(
     timeline = TimelineRunner(
         run_plan.steps, nemesis, acked=lambda: workload.acked, workload_done=done
     )
-    return Run(run_plan, context, info, workload, consumers, nemesis, timeline, done, refbroker)
+    return Run(
+        run_plan, context, info, workload, consumers, nemesis, timeline, done, refbroker, rejected
+    )
+
+
+def rejected_produces(refbroker: RefbrokerControl | None) -> dict[str, int]:
+    """The reference broker's count of Produce answers per error so far."""
+    if refbroker is None:
+        return {}
+    return dict(refbroker.counters().get("produce", {}).get("rejected", {}))
 
 
 # ================================================================================ play
@@ -333,12 +345,21 @@ def finish(run: Run, problems: list[str]) -> RunResult:
     if run.timeline.error is not None:
         problems.append(f"nemesis timeline: {run.timeline.error}")
     problems += run.workload.failures()
+    broker_errors = {}
+    if run.plan.target == "refbroker":
+        now = rejected_produces(run.refbroker)
+        broker_errors = {
+            name: count - run.rejected_before.get(name, 0)
+            for name, count in now.items()
+            if count > run.rejected_before.get(name, 0)
+        }
     info = run.info.model_copy(
         update={
             "ended_ms": now_ms(),
             "sessions": run.workload.sessions,
             "consumption": None if run.consumers is None else run.consumers.info(),
             "faults": run.nemesis.effects(run.plan.steps),
+            "broker_errors": broker_errors,
             "problems": problems,
         }
     )

@@ -17,6 +17,7 @@ from eoslab.nemesis.steps import AnyStep
 from eoslab.nemesis.steps.base import ScenarioShape
 from eoslab.refbroker.producer_state import Rules
 from eoslab.rundir import (
+    EPOCH_BUMPS,
     ERRORS_KEY,
     FATAL_KEY,
     AnomalyName,
@@ -46,6 +47,11 @@ class Expected(BaseModel):
         description="Kafka error names the run is expected to provoke (seen by the client)",
     )
 
+    epoch_bumps: Expectation | None = Field(
+        None,
+        description="the producers' epoch bumps (KIP-360: after UNKNOWN_PRODUCER_ID); counted "
+        "unless given",
+    )
     fatal: dict[str, Expectation] = Field(
         default_factory=dict,
         description="fatal client errors (librdkafka's names) the producer sessions are expected "
@@ -96,6 +102,8 @@ class ScenarioExpected(Expected):
             anomalies |= {str(name): form for name, form in layer.anomalies.items()}
             errors |= layer.errors
             fatal |= layer.fatal
+            if layer.epoch_bumps is not None:
+                anomalies[EPOCH_BUMPS] = layer.epoch_bumps
         return {
             **anomalies,
             **({ERRORS_KEY: errors} if errors else {}),

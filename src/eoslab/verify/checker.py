@@ -23,7 +23,15 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from eoslab.rundir import FOREIGN, ConsumptionInfo, RunDir, RunInfo, Verdict, VerdictLinks
+from eoslab.rundir import (
+    EPOCH_BUMPS,
+    FOREIGN,
+    ConsumptionInfo,
+    RunDir,
+    RunInfo,
+    Verdict,
+    VerdictLinks,
+)
 from eoslab.verify import anomalies, consumer_anomalies, metrics, suites
 from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offsets
 from eoslab.verify.consumption import jdbc_sink, read_commits, read_effects, read_processed
@@ -35,6 +43,7 @@ from eoslab.verify.topic_reader import classify, read_raw
 from eoslab.verify.verdict import (
     MAX_EXAMPLES,
     build_verdict,
+    errors_observed,
     expected_checks,
     fatal_observed,
     judge,
@@ -135,7 +144,7 @@ def _check(
 
     try:
         raw = read_raw(spark, bootstrap or info.bootstrap, info.topic, info.partitions)
-        history = read_history(spark, run.history_dir)
+        history = read_history(spark, run.history_dir, info.log_starts())
         ledger = cache(build_ledger(classify(raw, info.run_id), history))
         ledger.count()  # the log as of now: later actions reuse this snapshot
         key_ledger = cache(by_key(ledger))
@@ -172,8 +181,9 @@ def _check(
         )
         observed = {
             **counts,
-            **{f"errors.{name}": n for name, n in history_figures["errors"].items()},
+            **errors_observed(history_figures["errors"], info.broker_errors),
             **fatal_observed(info.fatal_sessions(), expected),
+            EPOCH_BUMPS: info.epoch_bumps,
         }
         verdict = build_verdict(
             info,

@@ -3,16 +3,19 @@ contract's schemas."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from eoslab.rundir import HISTORY_SCHEMA, Outcome
 
-EXCUSED_OUTCOMES = (Outcome.FAIL.value, Outcome.UNSENT.value)
-"""Outcomes that say a record was certainly not written: a sequence skipped for them is no gap."""
+EXCUSED_OUTCOMES = (Outcome.FAIL.value, Outcome.UNSENT.value, Outcome.DELETED.value)
+"""Outcomes that say a record is rightly absent from the log (never written, or deleted on
+purpose): a sequence skipped for them is no gap."""
 
 NOT_ACKED_OUTCOMES = (Outcome.FAIL.value, Outcome.INDETERMINATE.value, Outcome.UNSENT.value)
 """Outcomes after which a record found in the log counts as `indeterminate`."""
@@ -27,6 +30,19 @@ def read_dataset(spark: SparkSession, folder: Path, schema: pa.Schema) -> DataFr
     return spark.read.schema(spark_schema).parquet(str(folder))
 
 
-def read_history(spark: SparkSession, history_dir: Path) -> DataFrame:
-    """The history rows (a run whose producers never reported: its records are phantoms)."""
-    return read_dataset(spark, history_dir, HISTORY_SCHEMA)
+def read_history(
+    spark: SparkSession, history_dir: Path, log_starts: Mapping[int, int] | None = None
+) -> DataFrame:
+    """The history rows (a run whose producers never reported: its records are phantoms);
+    acknowledged records below a partition's ``log_starts`` offset (moved by a delete-records
+    step) become ``deleted``."""
+    history = read_dataset(spark, history_dir, HISTORY_SCHEMA)
+    if not log_starts:
+        return history
+    below = sf.lit(False)
+    for partition, start in log_starts.items():
+        below = below | ((sf.col("partition") == partition) & (sf.col("offset") < start))
+    deleted = (sf.col("outcome") == Outcome.ACK.value) & below
+    return history.withColumn(
+        "outcome", sf.when(deleted, Outcome.DELETED.value).otherwise(sf.col("outcome"))
+    )

@@ -6,10 +6,11 @@ fault did not take effect or the run went wrong, whatever the checks observed. E
 ``">=0"`` or ``"any"`` (counted, never a mismatch). Anomalies a scenario does not mention are
 expected at ``"0"``, except ``indeterminate`` (allowed, counted) and ``foreign`` (reported).
 Errors the run is expected to provoke (``expected["errors"]``, librdkafka error names) are
-checked against the history's error counts, as checks named ``errors.<NAME>``; fatal client
+checked against the history's error counts (or the reference broker's count of Produce answers
+with that error, whichever is more), as checks named ``errors.<NAME>``; fatal client
 errors (``expected["fatal"]``) against the producer sessions that ended on them, as
 ``fatal.<NAME>``, and every run checks ``fatal.unexpected`` (sessions that ended on a fatal
-error the scenario does not name) at "0".
+error the scenario does not name) at "0"; ``epoch_bumps`` counts the producers' epoch bumps.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from eoslab.clock import now_ms
 from eoslab.rundir import (
+    EPOCH_BUMPS,
     ERRORS_KEY,
     EXPECTATION_FORMS,
     FATAL_KEY,
@@ -56,7 +58,7 @@ def expected_checks(
     """Every check's expectation: the defaults (the consumer half's too when a consumer workload
     ran) overlaid with the scenario's, errors flattened to ``errors.<NAME>``. Raises
     :class:`ExpectationError` on an unknown name or form, before any work is done."""
-    checks = {**default_expectations(consumed), UNEXPECTED_FATAL: "0"}
+    checks = {**default_expectations(consumed), UNEXPECTED_FATAL: "0", EPOCH_BUMPS: ">=0"}
     for name, expectation in expected.items():
         if name in (ERRORS_KEY, FATAL_KEY) and isinstance(expectation, Mapping):
             pairs = [(f"{name}.{error}", form) for error, form in expectation.items()]
@@ -72,6 +74,16 @@ def expected_checks(
                 )
             checks[check] = form
     return checks
+
+
+def errors_observed(history: Mapping[str, int], broker: Mapping[str, int]) -> dict[str, int]:
+    """The ``errors.*`` checks' counts: records the history saw end on an error, or Produce
+    answers the reference broker gave with it, whichever is more (a client that retried past
+    an error leaves no trace of it in the history)."""
+    names = set(history) | set(broker)
+    return {
+        f"{ERRORS_KEY}.{name}": max(history.get(name, 0), broker.get(name, 0)) for name in names
+    }
 
 
 def fatal_observed(fatal: Mapping[str, int], expected: Mapping[str, str]) -> dict[str, int]:

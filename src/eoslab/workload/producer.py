@@ -95,12 +95,18 @@ class ProducerSession:
         )
         self._last_progress = 0.0
         self._stats_samples = 0
+        self._epoch = 0
+        """The producer epoch librdkafka's statistics last showed: an idempotent producer
+        starts at 0 with a new PID, so this is how often it was bumped."""
 
     # ---------------------------------------------------------------- callbacks
     def _on_stats(self, raw: str) -> None:
         self._stats_samples += 1
         sample = stats_sample(raw, self.spec.producer, self.spec.session_id, now_ms())
         self.run_dir.append_jsonl(self.run_dir.stats_jsonl, sample)
+        epoch = sample.get("eos", {}).get("producer_epoch", -1)
+        if isinstance(epoch, int) and epoch >= 0:
+            self._epoch = epoch
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
@@ -252,6 +258,7 @@ class ProducerSession:
             "fatal": self.fatal,
             "fatal_reason": self.fatal_reason,
             "unsent": self.planned_left,
+            "epoch_bumps": self._epoch,
         }
         sys.stdout.write(json.dumps(line) + "\n")
         sys.stdout.flush()

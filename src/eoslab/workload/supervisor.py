@@ -146,6 +146,7 @@ class Workload:
             info.fatal = process.progress.get("fatal")
             info.fatal_reason = process.progress.get("fatal_reason")
             info.unsent = int(process.progress.get("unsent") or 0)
+            info.epoch_bumps = int(process.progress.get("epoch_bumps") or 0)
 
         session = Session(
             info,

@@ -1,0 +1,121 @@
+"""Every catalogue scenario, run on the real lab and checked by the real checker, conforms: each
+of its faults took effect and every check, the scenario's subject first, is as it expects.
+
+One cell per scenario (two where its expectations differ by target or client), with small
+record counts; scenarios that other tests already run through the checker name that test
+below. A green cell here is the promise the lab makes to its users: the fault happened and the
+check could have failed (the negative controls among them are the checks failing on purpose).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from eoslab.rundir import HandlerMode, LabTarget, VerdictStatus
+from eoslab.runtime.local import LocalRuntime
+from eoslab.scenarios.catalogue import catalogue, find_scenario
+from eoslab.scenarios.executor import execute
+from eoslab.verify.checker import verify_run
+
+pytestmark = pytest.mark.lab
+
+
+@dataclass(frozen=True)
+class CatalogueCell:
+    scenario: str
+    target: LabTarget
+    records: int | None = None
+    """None: the scenario's own count."""
+    mode: HandlerMode | None = None
+    client: str | None = None
+    subject: tuple[str, ...] = ()
+    """Checks the scenario is about: each must be observed above zero."""
+
+    @property
+    def name(self) -> str:
+        extras = [x for x in (self.mode, self.client and f"librdkafka-{self.client}") if x]
+        return "/".join([self.scenario, self.target, *extras])
+
+
+CELLS = (
+    CatalogueCell("baseline", "kafka", records=1500),
+    CatalogueCell("lost-acks", "refbroker", records=1500),
+    CatalogueCell("lost-request", "kafka", records=1500),
+    CatalogueCell("leader-kill", "kafka", records=1500),
+    CatalogueCell("leader-pause", "kafka", records=1500),
+    CatalogueCell("leader-partition", "refbroker", records=1500),
+    CatalogueCell("rolling-restart", "kafka", records=2000),
+    CatalogueCell("message-timeout", "kafka", records=1500, subject=("errors._MSG_TIMED_OUT",)),
+    CatalogueCell("no-idempotence", "refbroker", records=1500, subject=("duplicate",)),
+    CatalogueCell("producer-restart", "kafka", records=2000),
+    CatalogueCell("inflight-6", "refbroker", subject=("duplicate",)),
+    CatalogueCell("seq-jump", "kafka", subject=("errors.OUT_OF_ORDER_SEQUENCE_NUMBER",)),
+    CatalogueCell("acks-1", "kafka", subject=("lost",)),
+    CatalogueCell("leader-alone", "kafka"),
+    CatalogueCell(
+        "unknown-producer-id",
+        "refbroker",
+        subject=("errors.UNKNOWN_PRODUCER_ID", "epoch_bumps"),
+    ),
+    CatalogueCell("kafka-7190", "refbroker", subject=("errors.UNKNOWN_PRODUCER_ID", "epoch_bumps")),
+    CatalogueCell("kafka-7190", "kafka"),
+    CatalogueCell(
+        "librdkafka-3584",
+        "refbroker",
+        client="2.2.0",
+        subject=("fatal.OUT_OF_ORDER_SEQUENCE_NUMBER",),
+    ),
+    CatalogueCell("librdkafka-3584", "refbroker"),
+    CatalogueCell(
+        "redpanda-3039",
+        "refbroker",
+        subject=("fatal.OUT_OF_ORDER_SEQUENCE_NUMBER", "errors.OUT_OF_ORDER_SEQUENCE_NUMBER"),
+    ),
+    CatalogueCell("redpanda-3039", "kafka"),
+    CatalogueCell("auto-commit-crash", "refbroker", subject=("unprocessed",)),
+    CatalogueCell(
+        "consumer-crash-before-commit", "refbroker", mode="idempotent", subject=("redelivered",)
+    ),
+    CatalogueCell("coordinator-kill", "kafka"),
+    CatalogueCell("lost-commit", "refbroker"),
+    CatalogueCell("rebalance-storm", "refbroker"),
+    CatalogueCell("zombie-consumer", "kafka"),
+)
+CHECKED_ELSEWHERE = {
+    "consumer-crash-before-commit": "tests/orchestration/test_dag_runs.py (commit-after, the "
+    "negative control, through Airflow)",
+}
+
+
+def test_every_catalogue_scenario_is_run_here() -> None:
+    assert {cell.scenario for cell in CELLS} == set(catalogue())
+    assert set(CHECKED_ELSEWHERE) <= set(catalogue())
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=lambda cell: cell.name)
+def test_the_catalogue_scenario_conforms_with_every_fault_taking_effect(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, cell: CatalogueCell
+) -> None:
+    result = execute(
+        find_scenario(cell.scenario),
+        cell.target,
+        runtime=lab,
+        config=lab.config,
+        runs_root=tmp_path,
+        records=cell.records,
+        mode=cell.mode,
+        client=cell.client,
+        show_progress=False,
+    )
+    assert result.invalid_because == []
+    assert result.info.faults == [] or all(f.took_effect for f in result.info.faults)
+    verdict = verify_run(result.run_dir.path, spark=spark)
+    reasons = [*verdict.invalid, *(m.summary for m in verdict.mismatches)]
+    assert verdict.status is VerdictStatus.CONFORMS, reasons
+    observed = {check.name: check.observed for check in verdict.checks}
+    for subject in cell.subject:
+        assert observed[subject] > 0, subject

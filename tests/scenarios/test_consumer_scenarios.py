@@ -9,13 +9,16 @@ from pathlib import Path
 
 import psycopg
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import SparkSession
 
 from eoslab.rundir import HandlerMode, LabTarget, RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.postgres import LAB_SINK
 from eoslab.scenarios.catalogue import find_scenario
 from eoslab.scenarios.executor import execute
+from eoslab.verify.checker import verify_run
 
 pytestmark = pytest.mark.lab
 
@@ -86,3 +89,48 @@ def test_a_consumer_crash_before_commit_redelivers(
     effects, messages = sink_counts(lab, result.run_dir)
     assert messages == 1500
     assert (effects > messages) is doubled
+
+
+def messages(run_dir: RunDir, anomaly: str) -> set[tuple[str, str, int]]:
+    """The (session, key, key_seq) of an anomaly table's rows."""
+    rows = pq.read_table(run_dir.anomaly_dir(anomaly)).to_pylist()
+    return {(r["session_id"], r["key"], r["key_seq"]) for r in rows}
+
+
+@pytest.mark.parametrize(
+    ("target", "mode"), [("kafka", "idempotent"), ("refbroker", "dedup-table")]
+)
+def test_a_late_producer_retry_loses_its_effect_under_the_idempotent_guard_only(
+    *,
+    lab: LocalRuntime,
+    spark: SparkSession,
+    tmp_path: Path,
+    target: LabTarget,
+    mode: HandlerMode,
+) -> None:
+    """The dropped Produce request's records land after later key_seqs of their keys: the
+    idempotent handler skips exactly those (lost effects), the dedup table applies exactly
+    those late (reordered effects)."""
+    result = execute(
+        find_scenario("idempotent-stale-skip"),
+        target,
+        runtime=lab,
+        config=lab.config,
+        runs_root=tmp_path,
+        records=1500,
+        mode=mode,
+        show_progress=False,
+    )
+    assert result.problems == []
+
+    verdict = verify_run(result.run_dir.path, spark=spark)
+
+    assert verdict.conforms, verdict.mismatches
+    late = messages(result.run_dir, "key_reorder")
+    assert late  # the dropped request was resent after later records of its keys
+    lost, reordered = (
+        messages(result.run_dir, "effect_lost"),
+        messages(result.run_dir, "effect_reorder"),
+    )
+    assert (lost, reordered) == ((late, set()) if mode == "idempotent" else (set(), late))
+    assert verdict.gx.agrees_with_anomalies

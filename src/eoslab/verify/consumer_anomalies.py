@@ -62,6 +62,18 @@ EFFECT_SCOPE = SequenceScope(
 every partition (a key spread over partitions is still one order)."""
 
 
+PROCESSING = (
+    "message_id",
+    "effect",
+    "consumer",
+    "consumer_session",
+    "generation",
+    "n",
+    "processed_ms",
+)
+"""The columns of a processing that the tables of processed rows carry beside the location."""
+
+
 def _kind(frame: DataFrame, kind: str) -> DataFrame:
     return frame.where(sf.col("kind") == kind)
 
@@ -92,13 +104,7 @@ def redelivered(consumer_ledger: DataFrame) -> DataFrame:
         .where(sf.col("delivery") > 1)
         .select(
             *LOCATION,
-            "message_id",
-            "effect",
-            "consumer",
-            "consumer_session",
-            "generation",
-            "n",
-            "processed_ms",
+            *PROCESSING,
             "delivery",
             "first_processed_by",
         )
@@ -111,13 +117,7 @@ def effect_lost(consumer_ledger: DataFrame) -> DataFrame:
         .where((sf.col("message_delivery") == 1) & (sf.col("message_landed") == 0))
         .select(
             *LOCATION,
-            "message_id",
-            "effect",
-            "consumer",
-            "consumer_session",
-            "generation",
-            "n",
-            "processed_ms",
+            *PROCESSING,
             "processings",
         )
     )

@@ -74,8 +74,10 @@ folders as datasets, with the schemas). A record's identity is the producer's
 (:func:`message_id`: session id, partition and seq from the value), so a record written twice
 by the producer is one message; ``partition`` and ``offset`` say where the consumer read it.
 ``effect`` (:class:`Effect`): ``applied`` (the handler changed the sink), ``duplicate`` (the
-handler found it already applied and changed nothing), ``foreign`` (not a workload record of
-this run: nothing applied, committed past). ``member_id`` and ``generation`` are the group
+handler changed nothing: it found the message applied already or, the idempotent handler, a
+key_seq at or below the last one its order applied, a late older one among them: the sink's
+``effects`` tell which, see ``effect_lost``), ``foreign`` (not a workload record of this run:
+nothing applied, committed past). ``member_id`` and ``generation`` are the group
 membership the consumer's librdkafka held when it processed the record or sent the commit
 (the generation its OffsetCommit carries): ``""`` and -1 outside a group generation.
 Commit ``trigger`` (:class:`CommitTrigger`): ``every`` (commit_every records since the last),
@@ -133,11 +135,14 @@ ProducerAnomaly = Literal[
 ]
 """What the checker derives from the topic and the history (ARCHITECTURE.md, "Message format
 and anomalies")."""
-ConsumerAnomaly = Literal["unprocessed", "redelivered", "effect_duplicate", "effect_reorder"]
+ConsumerAnomaly = Literal[
+    "unprocessed", "redelivered", "effect_duplicate", "effect_reorder", "effect_lost"
+]
 """What the checker derives from the topic, the consumption ledger and the sink (ARCHITECTURE.md,
 "The consumer half"): a record committed past but never processed; a record processed more than
 once; a message whose effect landed in the sink more than once (the exactly-once violation);
-per key, effects applied out of key_seq order."""
+per key, effects applied out of key_seq order; a message processed whose effect is nowhere in
+the sink (e.g. skipped by the idempotent handler's guard as older than what its order applied)."""
 AnomalyName = ProducerAnomaly | ConsumerAnomaly
 """The names a scenario's expectations use."""
 PRODUCER_ANOMALIES: tuple[str, ...] = get_args(ProducerAnomaly)
@@ -159,8 +164,8 @@ CONSUMER_EXPECTATIONS: dict[str, str] = {
     **dict.fromkeys(CONSUMER_ANOMALIES, "0"),
     "redelivered": ">=0",
 }
-"""Added when a consumer workload ran: no effect lost, doubled or reordered; redelivery allowed
-(at-least-once), counted."""
+"""Added when a consumer workload ran: no record committed past unprocessed, no effect doubled,
+reordered or lost; redelivery allowed (at-least-once), counted."""
 
 
 def default_expectations(consumed: bool) -> dict[str, str]:

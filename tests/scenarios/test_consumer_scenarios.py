@@ -9,13 +9,16 @@ from pathlib import Path
 
 import psycopg
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import SparkSession
 
 from eoslab.rundir import HandlerMode, LabTarget, RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.postgres import LAB_SINK
 from eoslab.scenarios.catalogue import find_scenario
-from eoslab.scenarios.executor import execute
+from eoslab.scenarios.executor import RunResult, execute
+from eoslab.verify.checker import verify_run
 
 pytestmark = pytest.mark.lab
 
@@ -40,6 +43,31 @@ def sink_counts(lab: LocalRuntime, run_dir: RunDir) -> tuple[int, int]:
     return int(effects), int(messages)
 
 
+def run_cell(
+    lab: LocalRuntime,
+    tmp_path: Path,
+    scenario: str,
+    target: LabTarget,
+    mode: HandlerMode,
+    *,
+    sink: str | None = None,
+) -> RunResult:
+    """One cell of a consumer scenario, 1500 records, run without a problem."""
+    result = execute(
+        find_scenario(scenario),
+        target,
+        runtime=lab,
+        config=lab.config,
+        runs_root=tmp_path,
+        records=1500,
+        mode=mode,
+        sink=sink,
+        show_progress=False,
+    )
+    assert result.problems == []
+    return result
+
+
 @pytest.mark.parametrize(
     ("target", "mode", "sink", "doubled"),
     [("kafka", "commit-after", None, True), ("refbroker", "dedup-table", LAB_SINK, False)],
@@ -53,18 +81,7 @@ def test_a_consumer_crash_before_commit_redelivers(
     sink: str | None,
     doubled: bool,
 ) -> None:
-    result = execute(
-        find_scenario("consumer-crash-before-commit"),
-        target,
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
-        records=1500,
-        mode=mode,
-        sink=sink,
-        show_progress=False,
-    )
-    assert result.problems == []
+    result = run_cell(lab, tmp_path, "consumer-crash-before-commit", target, mode, sink=sink)
     info = result.run_dir.read_info()
     assert info.consumption is not None
     assert info.consumption.mode == mode
@@ -86,3 +103,38 @@ def test_a_consumer_crash_before_commit_redelivers(
     effects, messages = sink_counts(lab, result.run_dir)
     assert messages == 1500
     assert (effects > messages) is doubled
+
+
+def messages(run_dir: RunDir, anomaly: str) -> set[tuple[str, str, int]]:
+    """The (session, key, key_seq) of an anomaly table's rows."""
+    rows = pq.read_table(run_dir.anomaly_dir(anomaly)).to_pylist()
+    return {(r["session_id"], r["key"], r["key_seq"]) for r in rows}
+
+
+@pytest.mark.parametrize(
+    ("target", "mode"), [("kafka", "idempotent"), ("refbroker", "dedup-table")]
+)
+def test_a_late_producer_retry_loses_its_effect_under_the_idempotent_guard_only(
+    *,
+    lab: LocalRuntime,
+    spark: SparkSession,
+    tmp_path: Path,
+    target: LabTarget,
+    mode: HandlerMode,
+) -> None:
+    """The dropped Produce request's records land after later key_seqs of their keys: the
+    idempotent handler skips exactly those (lost effects), the dedup table applies exactly
+    those late (reordered effects)."""
+    result = run_cell(lab, tmp_path, "idempotent-stale-skip", target, mode)
+
+    verdict = verify_run(result.run_dir.path, spark=spark)
+
+    assert verdict.conforms, verdict.mismatches
+    late = messages(result.run_dir, "key_reorder")
+    assert late  # the dropped request was resent after later records of its keys
+    lost, reordered = (
+        messages(result.run_dir, "effect_lost"),
+        messages(result.run_dir, "effect_reorder"),
+    )
+    assert (lost, reordered) == ((late, set()) if mode == "idempotent" else (set(), late))
+    assert verdict.gx.agrees_with_anomalies

@@ -43,6 +43,7 @@ CATALOGUE = [
     "zombie-consumer",
     "coordinator-kill",
     "lost-commit",
+    "idempotent-stale-skip",
 ]
 
 
@@ -78,6 +79,25 @@ def test_the_consumer_crash_is_a_negative_control_in_commit_after_only() -> None
     duplicates = {m: crash.expected.for_run("kafka", m)["effect_duplicate"] for m in crash.modes}
     assert duplicates == {"commit-after": ">0", "idempotent": "0", "dedup-table": "0"}
     assert all(crash.expected.for_run("kafka", m)["redelivered"] == ">0" for m in crash.modes)
+
+
+def test_the_stale_skip_is_a_negative_control_of_the_idempotent_handler_only() -> None:
+    stale = find_scenario("idempotent-stale-skip")
+    assert stale.run_modes == ["idempotent", "dedup-table", "commit-after"]
+    assert stale.producer_config["enable.idempotence"] is False
+    for target in stale.targets:
+        expected = {m: stale.expected.for_run(target, m) for m in stale.modes}
+        assert {m: e["effect_lost"] for m, e in expected.items()} == {
+            "idempotent": ">0",
+            "dedup-table": "0",
+            "commit-after": "0",
+        }
+        assert {m: e["effect_reorder"] for m, e in expected.items()} == {
+            "idempotent": "0",
+            "dedup-table": ">0",
+            "commit-after": ">0",
+        }
+        assert all(e["key_reorder"] == ">0" for e in expected.values())
 
 
 def test_a_producer_scenario_runs_with_the_default_consumers_in_a_mode() -> None:

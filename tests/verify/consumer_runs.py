@@ -2,8 +2,9 @@
 
 The steps are kept, then replayed into a run directory and a sink the way the consumer
 workload leaves them: effects through the sink's own ``apply_effect`` (so ``apply_order``
-numbers them in step order, on SQLite and PostgreSQL alike), the ledger rows through the
-consumer's journal, sealed into Parquet by the workload's own sealing. A planted topic
+numbers them in step order, on SQLite and PostgreSQL alike), or through the run's handler mode
+itself when a step leaves the effect to it, the ledger rows through the consumer's journal,
+sealed into Parquet by the workload's own sealing. A planted topic
 (:class:`planted_runs.PlantedRun`) holds the records they refer to.
 """
 
@@ -23,6 +24,7 @@ from eoslab.rundir import (
     message_id,
 )
 from eoslab.workload.consumption import ConsumptionJournal, seal_session
+from eoslab.workload.handlers import HANDLERS
 from eoslab.workload.sink.database import Sink, describe
 from eoslab.workload.sink.effects import Delivery, apply_effect
 from eoslab.workload.sink.orders import command_of
@@ -46,7 +48,8 @@ class Processing:
     offset: int
     message: Message | None
     """None: a foreign record."""
-    effect: Effect
+    effect: Effect | None
+    """None: whatever the handler of the run's mode does with it."""
     journaled: bool
     """False: the effect landed, its ledger row did not (killed in between)."""
 
@@ -72,7 +75,7 @@ class PlantedConsumption:
         partition: int,
         offset: int,
         message: Message | None,
-        effect: Effect = Effect.APPLIED,
+        effect: Effect | None = Effect.APPLIED,
         *,
         journaled: bool = True,
     ) -> None:
@@ -118,14 +121,14 @@ class PlantedConsumption:
                     )
                     numbers[f"commit {member.session}"] += 1
                 else:
-                    apply_order = self._apply(sink, step, at_ms)
+                    apply_order, effect = self._apply(sink, step, at_ms)
                     if step.journaled:
                         journal.processed(
                             {
                                 **columns,
                                 "n": numbers[member.session],
                                 **_message_columns(step),
-                                "effect": step.effect.value,
+                                "effect": effect.value,
                                 "apply_order": apply_order,
                                 "processed_ms": at_ms,
                             }
@@ -156,9 +159,12 @@ class PlantedConsumption:
             )
         )
 
-    def _apply(self, sink: Sink, step: Processing, at_ms: int) -> int | None:
-        if step.effect is not Effect.APPLIED or step.message is None:
-            return None
+    def _apply(self, sink: Sink, step: Processing, at_ms: int) -> tuple[int | None, Effect]:
+        """The effect's apply order (None: no effect) and what the ledger says it did."""
+        if step.message is None:
+            return None, Effect.FOREIGN
+        if step.effect is not None and step.effect is not Effect.APPLIED:
+            return None, step.effect
         m, member = step.message, step.member
         delivery = Delivery(
             m,
@@ -170,8 +176,11 @@ class PlantedConsumption:
             f"member-{member.session}",
             member.generation,
         )
+        if step.effect is None:
+            apply_order = HANDLERS[self.mode](sink, delivery, self.mode, at_ms)
+            return apply_order, Effect.DUPLICATE if apply_order is None else Effect.APPLIED
         with sink.transaction() as tx:
-            return apply_effect(tx, delivery, self.mode, at_ms)
+            return apply_effect(tx, delivery, self.mode, at_ms), Effect.APPLIED
 
 
 def _message_columns(step: Processing) -> dict[str, object]:

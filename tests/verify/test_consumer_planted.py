@@ -17,16 +17,20 @@ from planted_runs import PlantedRun, located
 from pyspark.sql import SparkSession
 
 from eoslab.rundir import CONSUMER_ANOMALIES, Effect, RunDir
+from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
-from eoslab.verify.consumption import PASSWORD_VARIABLE
+from eoslab.verify.sink_location import PASSWORD_VARIABLE
 
 FOUND = {
     "duplicate": ">0",
     "key_duplicate": ">0",
     "foreign": ">0",
     **dict.fromkeys(CONSUMER_ANOMALIES, ">0"),
+    "effect_lost": "0",
 }
-"""The planted run's expectations: every consumer anomaly, and the producer duplicate (p0, 7)."""
+"""The planted run's expectations: every consumer anomaly but a lost effect (planted in
+test_effect_lost: here every processed message has its effect, a:1 skipped as a duplicate and
+d:1 without its ledger row included), and the producer duplicate (p0, 7)."""
 FOREIGN_VALUE = b"not a workload record"
 
 
@@ -163,7 +167,9 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
         "redelivered": 2,
         "effect_duplicate": 2,
         "effect_reorder": 1,
+        "effect_lost": 0,
     }
+    assert naive.check(run.path).counts == metrics["anomalies"]
     consumption = metrics["consumption"]
     assert consumption.pop("processed_per_s") == pytest.approx(19 / 0.023)
     assert consumption == {
@@ -195,15 +201,16 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
     verdict = run.read_verdict()
     assert verdict.conforms, verdict.mismatches
     checks = {check.name: check for check in verdict.checks}
-    assert [checks[name].observed for name in CONSUMER_ANOMALIES] == [2, 2, 2, 1]
+    assert [checks[name].observed for name in CONSUMER_ANOMALIES] == [2, 2, 2, 1, 0]
     assert checks["effect_duplicate"].examples[0]["offset"] == 2
     consumer_suite = [e for e in verdict.gx.expectations if e.suite == "consumer_exactly_once"]
     assert {(e.anomalies[0], e.success) for e in consumer_suite} == {
         ("unprocessed", False),
         ("effect_duplicate", False),
         ("effect_reorder", False),
+        ("effect_lost", True),
     }
-    assert verdict.gx.suites["consumer_exactly_once"].version == 1
+    assert verdict.gx.suites["consumer_exactly_once"].version == 2
     assert verdict.gx.agrees_with_anomalies
     assert set(verdict.links.anomalies) >= set(CONSUMER_ANOMALIES)
 
@@ -249,6 +256,8 @@ def test_the_sink_is_read_from_postgresql_with_the_password_from_pgpassword(
     verdict = verify_run(run.path, spark=spark)
 
     assert verdict.conforms, verdict.mismatches
+    metrics = json.loads(run.metrics_json.read_text())
+    assert naive.check(run.path).counts == metrics["anomalies"]
     for name in CONSUMER_ANOMALIES:
         assert located(run, name, "partition", "offset", "message_id") == located(
             planted.run, name, "partition", "offset", "message_id"

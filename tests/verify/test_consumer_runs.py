@@ -23,6 +23,7 @@ from eoslab.clock import now_ms
 from eoslab.run_context import RunContext
 from eoslab.rundir import CONSUMER_ANOMALIES, PRODUCER_ANOMALIES, RunDir, RunInfo, new_run_id
 from eoslab.runtime.local import LocalRuntime
+from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import ConsumerWorkload
@@ -190,6 +191,7 @@ def test_a_crash_before_commit_is_judged_as_its_handler_mode_promises(
         "redelivered": len(uncommitted),
         "effect_duplicate": doubled,
         "effect_reorder": 0,
+        "effect_lost": 0,
     }
     assert {name: observed[name] for name in PRODUCER_ANOMALIES} == dict.fromkeys(
         PRODUCER_ANOMALIES, 0
@@ -198,7 +200,9 @@ def test_a_crash_before_commit_is_judged_as_its_handler_mode_promises(
     assert verdict.gx.agrees_with_anomalies
     assert verdict.gx.suites["consumer_exactly_once"].success is (lost + doubled == 0)
 
-    figures = json.loads(run.metrics_json.read_text())["consumption"]
+    metrics = json.loads(run.metrics_json.read_text())
+    assert naive.check(run.path).counts == metrics["anomalies"]
+    figures = metrics["consumption"]
     lost_messages = sum(1 for (m,) in located(run, "unprocessed", "message_id") if m)
     assert figures["mode"] == mode
     assert figures["records_processed"] == RECORDS + 1 - lost

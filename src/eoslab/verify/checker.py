@@ -34,10 +34,11 @@ from eoslab.rundir import (
 )
 from eoslab.verify import anomalies, consumer_anomalies, metrics, suites
 from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offsets
-from eoslab.verify.consumption import jdbc_sink, read_commits, read_effects, read_processed
+from eoslab.verify.consumption import read_commits, read_effects, read_processed
 from eoslab.verify.counting import count_rows
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
+from eoslab.verify.sink_location import jdbc_sink
 from eoslab.verify.spark_session import build_session, default_remote, run_settings, small_run
 from eoslab.verify.topic_reader import classify, read_raw
 from eoslab.verify.verdict import (

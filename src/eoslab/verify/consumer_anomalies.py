@@ -18,7 +18,17 @@ producer's identity, ``message_id``):
 - ``effect_reorder``: per producer session and key, a message's first effect applied (the
   sink's ``apply_order``) after the first effect of a higher key_seq: the order saw its
   commands out of order. A message's later effects are duplicates, not reorders, as for the
-  log (:mod:`eoslab.verify.anomalies`, whose checks these two are, over the sink's order).
+  log (:mod:`eoslab.verify.anomalies`, whose checks these two are, over the sink's order);
+- ``effect_lost``: a message of the run that some consumer processed (applied, or skipped as a
+  duplicate) and whose effect is nowhere in the sink, whichever copy it was read from: one row
+  per message, at its first processing (in the log order of its copies). A processing skipped
+  as a duplicate is one when nothing of the message landed: the idempotent handler's guard
+  skips a key_seq at or below the last one its order applied, so an older record arriving late
+  (after a later key_seq of its key) is never applied. Every handler's skip is checked against
+  the sink, not against the handler's word: a message the dedup-table handler skips has its
+  effect in the sink (PROCESSED_MESSAGE and the effect commit together), one the idempotent
+  handler skips as applied already has it too; an ``applied`` processing whose effect is not in
+  the sink (a sink that lost a committed transaction) is lost as well.
 
 Foreign records (not the run's: see :func:`eoslab.verify.topic_reader.classify`) are records:
 they can be unprocessed or redelivered (a consumer reads and passes over every record of its
@@ -52,6 +62,18 @@ EFFECT_SCOPE = SequenceScope(
 every partition (a key spread over partitions is still one order)."""
 
 
+PROCESSING = (
+    "message_id",
+    "effect",
+    "consumer",
+    "consumer_session",
+    "generation",
+    "n",
+    "processed_ms",
+)
+"""The columns of a processing that the tables of processed rows carry beside the location."""
+
+
 def _kind(frame: DataFrame, kind: str) -> DataFrame:
     return frame.where(sf.col("kind") == kind)
 
@@ -82,15 +104,21 @@ def redelivered(consumer_ledger: DataFrame) -> DataFrame:
         .where(sf.col("delivery") > 1)
         .select(
             *LOCATION,
-            "message_id",
-            "effect",
-            "consumer",
-            "consumer_session",
-            "generation",
-            "n",
-            "processed_ms",
+            *PROCESSING,
             "delivery",
             "first_processed_by",
+        )
+    )
+
+
+def effect_lost(consumer_ledger: DataFrame) -> DataFrame:
+    return (
+        _kind(consumer_ledger, PROCESSED)
+        .where((sf.col("message_delivery") == 1) & (sf.col("message_landed") == 0))
+        .select(
+            *LOCATION,
+            *PROCESSING,
+            "processings",
         )
     )
 
@@ -105,5 +133,6 @@ def derive(consumer_ledger: DataFrame) -> dict[str, DataFrame]:
         "effect_reorder": reorders(
             effects.where(sf.col(EFFECT_SCOPE.occurrence) == 1), EFFECT_SCOPE
         ),
+        "effect_lost": effect_lost(consumer_ledger),
     }
     return {name: tables[name] for name in CONSUMER_ANOMALIES}

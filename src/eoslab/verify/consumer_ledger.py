@@ -78,6 +78,8 @@ CONSUMER_LEDGER_COLUMNS = (
     "delivery",
     "first_processed_by",
     "effect_occurrence",
+    "message_landed",
+    "message_delivery",
 )
 """Per row: ``kind`` (record, processed, effect) and its columns (null where they are not its
 kind's; ``message_id`` is the processing's or the effect's, null on record rows); the committed
@@ -85,7 +87,10 @@ offset of its partition (null: never committed); per record, on each of its rows
 in the log), ``processings`` and ``landed`` (effects read from it); on processed rows
 ``delivery`` (1, 2, ...: the processings of the record in order) and the session of the first;
 on effect rows ``effect_occurrence`` (1, 2, ...: a message's effects, in the log order of the
-copy they were read from, then apply order)."""
+copy they were read from, then apply order). Per message, whichever copy: ``message_landed`` on
+each of its rows (its effects in the sink) and, on processed rows, ``message_delivery`` (1, 2,
+...: its processings, in the log order of the copy processed, then processing order); both
+null on the rows of foreign records."""
 
 
 def _nulls(columns: Mapping[str, str]) -> list[Column]:
@@ -163,12 +168,11 @@ def build_consumer_ledger(
     in_order = record.orderBy(*PROCESSING_ORDER).rowsBetween(
         Window.unboundedPreceding, Window.currentRow
     )
-    message_copies = (
-        Window.partitionBy(*KEY_IDENTITY)
-        .orderBy("partition", "offset", "apply_order")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
+    message = Window.partitionBy(*KEY_IDENTITY).orderBy("partition", "offset", "apply_order")
+    message_copies = message.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    whole_message = message.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     processing = _kind(PROCESSED)
+    of_the_run = sf.col("session_id").isNotNull()
     return rows.select(
         *ROW_COLUMNS,
         _committed(committed).alias("committed_offset"),
@@ -184,5 +188,9 @@ def build_consumer_ledger(
         ).alias("first_processed_by"),
         sf.when(_kind(EFFECT), sf.count("apply_order").over(message_copies)).alias(
             "effect_occurrence"
+        ),
+        sf.when(of_the_run, sf.count_if(_kind(EFFECT)).over(whole_message)).alias("message_landed"),
+        sf.when(of_the_run & processing, sf.count_if(processing).over(message_copies)).alias(
+            "message_delivery"
         ),
     )

@@ -2,7 +2,8 @@
 
 It exists as the benchmark's comparison point for the Spark checker, and computes the very same
 counts (see :mod:`eoslab.verify.anomalies` for the definitions): a second, independent
-implementation the tests hold the Spark one against.
+implementation the tests hold the Spark one against. A run with a consumer workload gets the
+consumer half's counts as well (:mod:`eoslab.verify.naive_consumer`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from eoslab.message import MessageFormatError, decode
 from eoslab.rundir import FOREIGN, PRODUCER_ANOMALIES, Outcome, RunDir
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
+from eoslab.verify.naive_consumer import (
+    count_consumer_anomalies,
+    read_committed,
+    read_processings,
+    read_sink_effects,
+)
 
 BATCH = 10_000
 
@@ -42,8 +49,9 @@ class NaiveResult:
 
 def read_log(
     bootstrap: str, topic: str, partitions: int, run_id: str, timeout_s: float = 600.0
-) -> tuple[list[LogRecord], int]:
-    """The run's records in (partition, offset) order, and how many records were foreign."""
+) -> tuple[list[LogRecord], list[tuple[int, int]]]:
+    """The run's records in (partition, offset) order, and the (partition, offset) of every
+    foreign record."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -62,7 +70,7 @@ def read_log(
                 starts.append(TopicPartition(topic, partition, low))
         consumer.assign(starts)
         by_partition: dict[int, list[LogRecord]] = defaultdict(list)
-        foreign = 0
+        foreign: list[tuple[int, int]] = []
         deadline = time.monotonic() + timeout_s
         while ends:
             if time.monotonic() > deadline:
@@ -79,7 +87,7 @@ def read_log(
                     del ends[where]
                 record = _run_record(message.key(), message.value(), where, offset, run_id)
                 if record is None:
-                    foreign += 1
+                    foreign.append((where, offset))
                 else:
                     by_partition[where].append(record)
         return [r for p in sorted(by_partition) for r in by_partition[p]], foreign
@@ -172,5 +180,16 @@ def check(run_dir: Path, bootstrap: str | None = None) -> NaiveResult:
     run = RunDir(run_dir)
     info = run.read_info()
     log, foreign = read_log(bootstrap or info.bootstrap, info.topic, info.partitions, info.run_id)
-    counts = count_anomalies(log, read_history(run.history_dir))
-    return NaiveResult(counts={**counts, FOREIGN: foreign}, records=len(log))
+    counts = {**count_anomalies(log, read_history(run.history_dir)), FOREIGN: len(foreign)}
+    if info.consumption is not None:
+        records = [
+            *(((r.partition, r.offset), (r.session_id, r.key, r.key_seq)) for r in log),
+            *((place, None) for place in foreign),
+        ]
+        counts |= count_consumer_anomalies(
+            records,
+            read_processings(run),
+            read_sink_effects(info.consumption, run.path),
+            read_committed(run),
+        )
+    return NaiveResult(counts=counts, records=len(log))

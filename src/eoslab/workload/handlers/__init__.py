@@ -7,7 +7,9 @@ auto-commit    naive: applied every time it is seen    librdkafka commits what p
                                                        at-most-once
 commit-after   naive                                   committed after the effects: at-least-once
 idempotent     upsert keyed by the record: a record    as commit-after
-               the order has applied changes nothing
+               the order has applied changes nothing;
+               so does an older one arriving late
+               (its effect lost)
 dedup-table    insert into processed_message in the    as commit-after
                effect's transaction; a duplicate key
                rolls it back and skips

@@ -1,0 +1,143 @@
+"""The naive checker's consumer half: the consumer anomalies of a run in one process, from the
+consumption ledger (pyarrow), the sink (the workload's own ``Sink``) and the records of the log.
+
+A second, independent derivation of :mod:`eoslab.verify.consumer_anomalies` (see it for the
+definitions), with dictionaries instead of windows, that the tests hold the Spark one against.
+A record is its place in the log (partition, offset) with the identity its value gives
+((session, key, key_seq); None for a foreign record): a processing or an effect belongs to the
+record at its place with its identity. A message is that identity, whichever copy.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, ConsumptionInfo, Effect, RunDir
+from eoslab.verify.sink_location import sink_database
+from eoslab.workload.sink.database import Sink
+
+Place = tuple[int, int]
+"""(partition, offset)."""
+Identity = tuple[str, str, int]
+"""(producer session, key, key_seq): a message of the run."""
+Record = tuple[Place, Identity | None]
+"""A record of the log; None: a foreign record."""
+
+SELECT_EFFECTS = (
+    "SELECT kafka_partition, kafka_offset, producer_session, key, key_seq, apply_order FROM effects"
+)
+
+
+@dataclass(frozen=True)
+class Processing:
+    place: Place
+    identity: Identity | None
+    effect: str
+
+
+@dataclass(frozen=True)
+class SinkEffect:
+    place: Place
+    identity: Identity
+    apply_order: int
+
+
+def read_processings(run: RunDir) -> list[Processing]:
+    """The processed rows of the consumption ledger."""
+    rows = _rows(run.processed_dir, PROCESSED_SCHEMA)
+    return [
+        Processing(
+            (r["partition"], r["offset"]),
+            None if r["session_id"] is None else (r["session_id"], r["key"], r["key_seq"]),
+            r["effect"],
+        )
+        for r in rows
+    ]
+
+
+def read_committed(run: RunDir) -> dict[int, int]:
+    """Partition -> the highest offset a successful commit set."""
+    committed: dict[int, int] = {}
+    for r in _rows(run.commits_dir, COMMITS_SCHEMA):
+        if r["error"] is None:
+            committed[r["partition"]] = max(r["offset"], committed.get(r["partition"], -1))
+    return committed
+
+
+def read_sink_effects(consumption: ConsumptionInfo, run_dir: Path) -> list[SinkEffect]:
+    """Every row of the sink's ``effects`` table."""
+    sink = Sink(sink_database(consumption.sink, run_dir))
+    try:
+        with sink.transaction() as tx:
+            rows = tx.execute(SELECT_EFFECTS)
+    finally:
+        sink.close()
+    return [
+        SinkEffect((int(p), int(o)), (session, key, int(key_seq)), int(order))
+        for p, o, session, key, key_seq, order in rows
+    ]
+
+
+def _rows(folder: Path, schema: pa.Schema) -> list[dict[str, Any]]:
+    if not any(folder.glob("*.parquet")):
+        return []
+    return ds.dataset(folder, schema=schema, format="parquet").to_table().to_pylist()
+
+
+def count_consumer_anomalies(
+    records: Iterable[Record],
+    processings: Iterable[Processing],
+    effects: Iterable[SinkEffect],
+    committed: Mapping[int, int],
+) -> dict[str, int]:
+    """Every consumer anomaly count (the names of :data:`eoslab.rundir.CONSUMER_ANOMALIES`)."""
+    processed: Counter[Record] = Counter()
+    processed_messages: set[Identity] = set()
+    for p in processings:
+        processed[(p.place, p.identity)] += 1
+        if p.identity is not None and p.effect != Effect.FOREIGN:
+            processed_messages.add(p.identity)
+    landed: Counter[Record] = Counter()
+    of_message: dict[Identity, list[SinkEffect]] = defaultdict(list)
+    for e in effects:
+        landed[(e.place, e.identity)] += 1
+        of_message[e.identity].append(e)
+
+    def committed_past(place: Place) -> bool:
+        partition, offset = place
+        return partition in committed and offset < committed[partition]
+
+    return {
+        "unprocessed": sum(
+            1
+            for record in records
+            if committed_past(record[0]) and not processed[record] and not landed[record]
+        ),
+        "redelivered": sum(n - 1 for n in processed.values()),
+        "effect_duplicate": sum(len(copies) - 1 for copies in of_message.values()),
+        "effect_reorder": _effect_reorders(of_message),
+        "effect_lost": len(processed_messages - of_message.keys()),
+    }
+
+
+def _effect_reorders(of_message: Mapping[Identity, list[SinkEffect]]) -> int:
+    """Per (session, key): messages whose first effect (in the log order of the copy it was read
+    from, then apply order) was applied after the first effect of a higher key_seq."""
+    firsts: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+    for (session, key, key_seq), copies in of_message.items():
+        first = min(copies, key=lambda e: (e.place, e.apply_order))
+        firsts[(session, key)].append((first.apply_order, key_seq))
+    reorders = 0
+    for stream in firsts.values():
+        highest = -1
+        for _, key_seq in sorted(stream):
+            reorders += key_seq < highest
+            highest = max(highest, key_seq)
+    return reorders

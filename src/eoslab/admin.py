@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoslab.clock import wait_until
@@ -118,22 +118,16 @@ def leader_of(bootstrap: str, topic: str, partition: int) -> int:
     return find_leader(bootstrap, topic, partition).broker_id
 
 
+HIGH_WATERMARK = -1
+"""DeleteRecords' offset for "the high watermark when the broker deletes"."""
+
+
 def delete_records(bootstrap: str, topic: str, partitions: list[int]) -> dict[int, int]:
-    """DeleteRecords up to each partition's high watermark now (the log start offset moves
-    past every record, as retention would); the new log start offsets by partition."""
+    """DeleteRecords up to each partition's high watermark as the broker sees it when it
+    deletes (the log start offset moves past every record, as retention would, and past the
+    last batch of every producer); the new log start offsets by partition."""
     client = admin_client(bootstrap, timeout_ms=30_000)
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "eoslab-admin", "log_level": 3}
-    )
-    try:
-        ends = [
-            TopicPartition(
-                topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p), 10)[1]
-            )
-            for p in partitions
-        ]
-    finally:
-        consumer.close()
+    ends = [TopicPartition(topic, p, HIGH_WATERMARK) for p in partitions]
     futures = client.delete_records(ends, request_timeout=30, operation_timeout=30)
     return {tp.partition: int(f.result(timeout=60).low_watermark) for tp, f in futures.items()}
 

@@ -88,12 +88,13 @@ CELLS = (
 CHECKED_ELSEWHERE = {
     "consumer-crash-before-commit": "tests/orchestration/test_dag_runs.py (commit-after, the "
     "negative control, through Airflow)",
+    "idempotent-stale-skip": "tests/scenarios/test_consumer_scenarios.py (idempotent and "
+    "dedup-table, with the lost and reordered effects matched to the log's reorders)",
 }
 
 
-def test_every_catalogue_scenario_is_run_here() -> None:
-    assert {cell.scenario for cell in CELLS} == set(catalogue())
-    assert set(CHECKED_ELSEWHERE) <= set(catalogue())
+def test_every_catalogue_scenario_is_run_here_or_checked_elsewhere() -> None:
+    assert {cell.scenario for cell in CELLS} | set(CHECKED_ELSEWHERE) == set(catalogue())
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=lambda cell: cell.name)

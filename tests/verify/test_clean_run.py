@@ -11,7 +11,7 @@ import pytest
 from planted_runs import plant_clean, spark_submit
 from typer.testing import CliRunner
 
-from eoslab.rundir import FOREIGN, PRODUCER_ANOMALIES, RunDir
+from eoslab.rundir import EPOCH_BUMPS, FOREIGN, PRODUCER_ANOMALIES, UNEXPECTED_FATAL, RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.settings import LAB_DIR, PORT_OFFSET
 from eoslab.verify.command import app
@@ -36,7 +36,7 @@ def test_spark_submit_job_fails_the_negative_control_on_a_clean_topic(clean: Run
         ("duplicate", 0, [])
     ]
     assert {c["name"]: c["observed"] for c in verdict["checks"]} == dict.fromkeys(
-        (*PRODUCER_ANOMALIES, FOREIGN), 0
+        (*PRODUCER_ANOMALIES, FOREIGN, UNEXPECTED_FATAL, EPOCH_BUMPS), 0
     )
     assert verdict["gx"]["success"] is True
     assert [e["success"] for e in verdict["gx"]["expectations"]] == [True] * 8

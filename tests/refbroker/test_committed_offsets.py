@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from eoslab.refbroker import committed_offsets
-from eoslab.refbroker.committed_offsets import (
+from eoslab.refbroker.groups import committed_offsets
+from eoslab.refbroker.groups.committed_offsets import (
     CommittedOffsetStore,
     GroupRecord,
     MemberRecord,

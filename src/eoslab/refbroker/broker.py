@@ -11,11 +11,11 @@ import gc
 import logging
 
 from eoslab.control.fault_log import FaultLog
-from eoslab.refbroker.committed_offsets import CommittedOffsetStore
 from eoslab.refbroker.config import AUTO_CREATE_PARTITIONS, BrokerConfig
 from eoslab.refbroker.counters import BrokerCounters
 from eoslab.refbroker.faults import RequestFaults
-from eoslab.refbroker.group_coordinator import GroupCoordinator, UnavailableCoordinator
+from eoslab.refbroker.groups.committed_offsets import CommittedOffsetStore
+from eoslab.refbroker.groups.group_coordinator import GroupCoordinator, UnavailableCoordinator
 from eoslab.refbroker.log_manager import LogManager
 from eoslab.refbroker.pid_blocks import ProducerIdManager, producer_id_manager
 from eoslab.refbroker.producer_state import Rules

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from eoslab.refbroker.group_coordinator import GroupConfig
+from eoslab.refbroker.groups.group_coordinator import GroupConfig
 from eoslab.refbroker.log_manager import StorageConfig
 from eoslab.refbroker.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,

@@ -19,9 +19,13 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
-from eoslab.refbroker.classic_group import JoinResult, SyncResult
-from eoslab.refbroker.committed_offsets import NO_LEADER_EPOCH, OffsetAndMetadata, TopicPartition
-from eoslab.refbroker.group_coordinator import (
+from eoslab.refbroker.groups.classic_group import JoinResult, SyncResult
+from eoslab.refbroker.groups.committed_offsets import (
+    NO_LEADER_EPOCH,
+    OffsetAndMetadata,
+    TopicPartition,
+)
+from eoslab.refbroker.groups.group_coordinator import (
     FetchedOffset,
     JoinRequest,
     LeavingMember,

@@ -69,7 +69,7 @@ from typing import Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.classic_group import (
+from eoslab.refbroker.groups.classic_group import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
@@ -84,7 +84,7 @@ from eoslab.refbroker.classic_group import (
     SyncResult,
     describe,
 )
-from eoslab.refbroker.committed_offsets import (
+from eoslab.refbroker.groups.committed_offsets import (
     CommittedOffsetStore,
     GroupRecord,
     MemberRecord,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from eoslab.refbroker import record_file
 from eoslab.refbroker.groups import committed_offsets
 from eoslab.refbroker.groups.committed_offsets import (
     CommittedOffsetStore,
@@ -94,7 +95,7 @@ def test_a_valid_crc_around_garbage_json_is_corruption_too(tmp_path: Path) -> No
     from crc32c import crc32c
 
     payload = b'[{"type": "offset", "group": 1}]'
-    header = committed_offsets.RECORD_HEADER.pack(len(payload), crc32c(payload))
+    header = record_file.RECORD_HEADER.pack(len(payload), crc32c(payload))
     (tmp_path / committed_offsets.FILE_NAME).write_bytes(header + payload)
     store = reopened(tmp_path)
     assert store.group_ids() == set()

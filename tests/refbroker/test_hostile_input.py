@@ -9,13 +9,13 @@ import struct
 
 import pytest
 from crafted import batch_of, errors_of, init_producer_id, produce_request
-from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.api_versions.v0 import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3 import ApiVersionsRequest
 from kio.schema.api_versions.v4 import ApiVersionsRequest as ApiVersionsRequestV4
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
 from kio.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
+from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
 from kio.serial import entity_reader
 from refbroker_process import HOST, RunningBroker, StartBroker
 
@@ -86,11 +86,7 @@ def test_a_half_sent_frame_does_not_block_other_clients(refbroker: RunningBroker
 
 def test_unserved_api_known_to_kafka_closes_the_connection(refbroker: RunningBroker) -> None:
     with refbroker.client() as client:
-        client.send(
-            AddOffsetsToTxnRequest(
-                transactional_id="t", producer_id=1, producer_epoch=0, group_id="group"
-            )
-        )
+        client.send(WriteTxnMarkersRequest(markers=()))  # broker to broker: not served
         assert client.closed_by_peer()
     assert still_serving(refbroker)
 

@@ -54,6 +54,9 @@ def test_api_versions_v0_lists_every_served_api(refbroker: RunningBroker) -> Non
         # the oldest versions kio has
         8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
         15: (0, 5), 16: (0, 5), 42: (0, 2), 47: (0, 0),
+        # the transaction APIs: Kafka 3.9.2's client ranges (AddPartitionsToTxn v4-5 are
+        # broker to broker)
+        24: (0, 3), 25: (0, 4), 26: (0, 4), 28: (0, 4), 65: (0, 0), 66: (0, 1),
     }  # fmt: skip
 
 
@@ -143,7 +146,9 @@ def test_delete_topics_by_name_and_by_unknown_id(refbroker: RunningBroker) -> No
     assert metadata.topics == ()
 
 
-def test_init_producer_id_always_hands_out_a_fresh_id_at_epoch_0(refbroker: RunningBroker) -> None:
+def test_init_producer_id_without_a_transactional_id_hands_out_a_fresh_id_at_epoch_0(
+    refbroker: RunningBroker,
+) -> None:
     with refbroker.client() as client:
         first, epoch = init_producer_id(client)
         again = client.request(
@@ -154,13 +159,14 @@ def test_init_producer_id_always_hands_out_a_fresh_id_at_epoch_0(refbroker: Runn
                 producer_epoch=epoch,
             )
         )
-        transactional = client.request(
-            InitProducerIdRequest(transactional_id="txn", transaction_timeout=TIMEOUT)
+        half = client.request(
+            InitProducerIdRequest(transactional_id=None, transaction_timeout=TIMEOUT, producer_id=7)
         )
     assert epoch == 0
     assert (again.error_code, again.producer_epoch) == (ErrorCode.none, 0)
     assert again.producer_id == first + 1
-    assert transactional.error_code is ErrorCode.unsupported_version
+    # KIP-360: a producer id without an epoch (or the reverse) is an invalid request
+    assert (half.error_code, half.producer_id) == (ErrorCode.invalid_request, -1)
 
 
 def test_produce_v3_and_fetch_v4_round_trip_and_acks_0_is_not_answered(

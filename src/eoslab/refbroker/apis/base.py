@@ -14,6 +14,8 @@ from eoslab.refbroker.broker import ReferenceBroker
 from eoslab.refbroker.protocol import build, nested
 
 NO_THROTTLE = datetime.timedelta(0)
+READ_COMMITTED = 1
+"""Fetch's and ListOffsets' isolation_level for transactional reads (0: read_uncommitted)."""
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.partition_log import LEADER_EPOCH
 from eoslab.refbroker.protocol import build, nested
 
-LEADER_EPOCH = 0
-"""A single replica never changes leader: every partition stays in its first epoch."""
 NO_TOPIC_ID = uuid.UUID(int=0)
 """Topics have names only (like ZooKeeper-era Kafka); clients then use name-based APIs."""
 

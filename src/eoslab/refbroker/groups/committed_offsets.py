@@ -3,48 +3,37 @@
 Kafka keeps both in the compacted __consumer_offsets topic: an offset commit is a record per
 partition, a group's membership after each rebalance a record per group, a deletion a
 tombstone; a coordinator that (re)starts replays the partition into its caches
-(GroupMetadataManager). Here one append-only file does the same for the single broker:
+(GroupMetadataManager). Here one record file (record_file.py) does the same for the single
+broker:
 
     <data_dir>/groups/group-metadata.log
 
-Each appended record is one request's worth of changes, so a commit of many partitions lands
-whole or not at all:
+Each record is one request's worth of changes (UTF-8 JSON: a list of entries), so a commit of
+many partitions lands whole or not at all. An entry is an offset (group, topic, partition,
+offset, leader epoch, metadata, commit time), an offset tombstone (offset null), a group (its
+generation, protocol, leader, members with their subscription and assignment, bytes in base64),
+a group tombstone, a transactional offset (TxnOffsetCommit: pending under its producer id until
+its transaction ends) or a transaction marker (the end of a producer's transaction in a group:
+its pending offsets become committed offsets on commit and are dropped on abort, as Kafka's
+control records in __consumer_offsets do).
 
-    length uint32 | CRC-32C uint32 of the payload | payload (UTF-8 JSON: a list of entries)
-
-An entry is an offset (group, topic, partition, offset, leader epoch, metadata, commit time),
-an offset tombstone (offset null), a group (its generation, protocol, leader, members with
-their subscription and assignment, bytes in base64) or a group tombstone. With `sync` (the
-broker's `--fsync every-batch`) every append is fdatasync'ed before it is acknowledged, so a
-commit that was answered survives kill -9 and power loss; without it, the page cache keeps
-it across kill -9 only.
-
-Recovery reads records until the first one whose length, CRC or JSON is wrong, cuts the file
-there (a torn tail from a crash mid-write) and replays the rest, later entries winning.
-Compaction rewrites the file with only the live entries (atomically: temporary file, fsync,
-rename) once it holds more than twice as many entries as are live, and at least
-COMPACT_MIN_ENTRIES.
+Recovery replays the records, later entries winning, and cuts a torn or corrupt tail (a record
+whose JSON is wrong counts as corrupt). Compaction rewrites the file with only the live entries
+once it holds more than twice as many entries as are live, and at least COMPACT_MIN_ENTRIES.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
-import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from crc32c import crc32c
-
-from eoslab.refbroker.durable_files import fsync_dir, write_atomically
+from eoslab.refbroker.record_file import CorruptRecordError, RecordFile
 
 FILE_NAME = "group-metadata.log"
-RECORD_HEADER = struct.Struct(">II")  # payload length, CRC-32C of the payload
-MAX_RECORD_BYTES = 64 * 1024 * 1024
-"""A length above this is a torn or corrupt header, never a record we wrote."""
 COMPACT_MIN_ENTRIES = 10_000
 NO_LEADER_EPOCH = -1
 
@@ -99,30 +88,42 @@ class OffsetChange:
 class GroupChange:
     group_id: str
     record: GroupRecord | None
+    """None: a tombstone (the group's offsets, pending ones included, go with it)."""
 
 
-Change = OffsetChange | GroupChange
+@dataclass(frozen=True)
+class TxnOffsetChange:
+    """An offset committed inside producer `producer_id`'s transaction, pending until it ends."""
+
+    group_id: str
+    producer_id: int
+    partition: TopicPartition
+    value: OffsetAndMetadata
 
 
-class CorruptRecordError(ValueError):
-    pass
+@dataclass(frozen=True)
+class TxnMarkerChange:
+    group_id: str
+    producer_id: int
+    commit: bool
+
+
+Change = OffsetChange | GroupChange | TxnOffsetChange | TxnMarkerChange
 
 
 class CommittedOffsetStore:
-    """Offsets per group and the last stored metadata of every group, durable in one file."""
+    """Offsets per group (committed, and pending per transactional producer) and the last stored
+    metadata of every group, durable in one record file."""
 
     def __init__(self, directory: Path, *, sync: bool) -> None:
         self.directory = directory
         self.path = directory / FILE_NAME
-        self._sync = sync
-        directory.mkdir(parents=True, exist_ok=True)
         self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        self._pending: dict[str, dict[int, dict[TopicPartition, OffsetAndMetadata]]] = {}
         self._groups: dict[str, GroupRecord] = {}
         self._entries_in_file = 0
-        self.recovered_bytes_truncated = self._recover()
-        # an unbuffered file object, so an abandoned store (crash simulation) closes on GC
-        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115
-        fsync_dir(directory)
+        self._file = RecordFile(self.path, sync=sync, apply=self._replay)
+        self.recovered_bytes_truncated = self._file.recovered_bytes_truncated
 
     # ---------------------------------------------------------------- reading
 
@@ -132,23 +133,52 @@ class CommittedOffsetStore:
     def offset(self, group_id: str, partition: TopicPartition) -> OffsetAndMetadata | None:
         return self._offsets.get(group_id, {}).get(partition)
 
+    def pending_offsets(self, group_id: str) -> dict[int, dict[TopicPartition, OffsetAndMetadata]]:
+        """Producer id -> the offsets its open transaction committed to the group."""
+        return {pid: dict(o) for pid, o in self._pending.get(group_id, {}).items()}
+
+    def has_pending_offset(self, group_id: str, partition: TopicPartition) -> bool:
+        return any(partition in o for o in self._pending.get(group_id, {}).values())
+
     def groups(self) -> dict[str, GroupRecord]:
         """The last stored metadata of every group that has any."""
         return dict(self._groups)
 
     def group_ids(self) -> set[str]:
-        """Every group with stored metadata or at least one committed offset."""
-        return set(self._groups) | {g for g, offsets in self._offsets.items() if offsets}
+        """Every group with stored metadata or at least one committed or pending offset."""
+        return (
+            set(self._groups)
+            | {g for g, offsets in self._offsets.items() if offsets}
+            | set(self._pending)
+        )
 
     @property
     def live_entries(self) -> int:
-        return len(self._groups) + sum(len(o) for o in self._offsets.values())
+        return (
+            len(self._groups)
+            + sum(len(o) for o in self._offsets.values())
+            + sum(len(o) for txns in self._pending.values() for o in txns.values())
+        )
 
     # ---------------------------------------------------------------- writing
 
     def commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Store the offsets (durably, with `sync`) before they become visible."""
         self._append([OffsetChange(group_id, tp, o) for tp, o in offsets.items()])
+
+    def commit_transactional(
+        self, group_id: str, producer_id: int, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> None:
+        """Store offsets of an open transaction: visible only once `end_transaction` commits."""
+        self._append([TxnOffsetChange(group_id, producer_id, tp, o) for tp, o in offsets.items()])
+
+    def end_transaction(self, group_id: str, producer_id: int, commit: bool) -> int:
+        """The transaction marker: the producer's pending offsets in the group are committed or
+        dropped. Returns how many there were (no marker is written when there were none)."""
+        pending = len(self._pending.get(group_id, {}).get(producer_id, {}))
+        if pending:
+            self._append([TxnMarkerChange(group_id, producer_id, commit)])
+        return pending
 
     def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> int:
         """Tombstones for the partitions that have an offset; returns how many were removed."""
@@ -160,7 +190,7 @@ class CommittedOffsetStore:
     def delete_group(self, group_id: str) -> int:
         """Tombstones for the group and all its offsets; returns the offsets removed."""
         removed = self.delete_offsets(group_id, list(self._offsets.get(group_id, {})))
-        if group_id in self._groups:
+        if group_id in self._groups or group_id in self._pending:
             self._append([GroupChange(group_id, None)])
         return removed
 
@@ -173,18 +203,7 @@ class CommittedOffsetStore:
     def _append(self, changes: list[Change]) -> None:
         if not changes:
             return
-        payload = _dump([_entry(change) for change in changes])
-        data = RECORD_HEADER.pack(len(payload), crc32c(payload)) + payload
-        position = os.fstat(self._file.fileno()).st_size
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._file.fileno(), view) :]
-            if self._sync:
-                os.fdatasync(self._file.fileno())
-        except OSError:
-            os.ftruncate(self._file.fileno(), position)
-            raise
+        self._file.append(_dump([_entry(change) for change in changes]))
         for change in changes:
             self._apply(change)
         self._entries_in_file += len(changes)
@@ -199,91 +218,112 @@ class CommittedOffsetStore:
             for group, offsets in self._offsets.items()
             for tp, o in offsets.items()
         ]
+        changes += [
+            TxnOffsetChange(group, pid, tp, o)
+            for group, txns in self._pending.items()
+            for pid, offsets in txns.items()
+            for tp, o in offsets.items()
+        ]
         entries = [_entry(change) for change in changes]
-        payload = _dump(entries)
-        data = RECORD_HEADER.pack(len(payload), crc32c(payload)) + payload if entries else b""
-        write_atomically(self.path, data)
-        self._file.close()
-        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115
+        self._file.rewrite([_dump(entries)] if entries else [])
         self._entries_in_file = len(entries)
 
     # ---------------------------------------------------------------- recovery
 
-    def _recover(self) -> int:
-        if not self.path.exists():
-            return 0
-        data = self.path.read_bytes()
-        position = 0
-        while position + RECORD_HEADER.size <= len(data):
-            length, crc = RECORD_HEADER.unpack_from(data, position)
-            start = position + RECORD_HEADER.size
-            payload = data[start : start + length]
-            if length > MAX_RECORD_BYTES or len(payload) < length or crc32c(payload) != crc:
-                break
-            try:
-                changes = _load(payload)
-            except CorruptRecordError:
-                break
-            for change in changes:
-                self._apply(change)
-            self._entries_in_file += len(changes)
-            position = start + length
-        truncated = len(data) - position
-        if truncated:
-            with self.path.open("r+b") as torn:
-                torn.truncate(position)
-                os.fsync(torn.fileno())
-        return truncated
+    def _replay(self, payload: bytes) -> None:
+        changes = _load(payload)
+        for change in changes:
+            self._apply(change)
+        self._entries_in_file += len(changes)
 
     def _apply(self, change: Change) -> None:
-        if isinstance(change, OffsetChange):
-            if change.value is not None:
-                self._offsets.setdefault(change.group_id, {})[change.partition] = change.value
-                return
-            offsets = self._offsets.get(change.group_id, {})
-            offsets.pop(change.partition, None)
-            if not offsets:
-                self._offsets.pop(change.group_id, None)
-        elif change.record is not None:
-            self._groups[change.group_id] = change.record
-        else:
-            self._groups.pop(change.group_id, None)
+        match change:
+            case OffsetChange(group_id, partition, None):
+                offsets = self._offsets.get(group_id, {})
+                offsets.pop(partition, None)
+                if not offsets:
+                    self._offsets.pop(group_id, None)
+            case OffsetChange(group_id, partition, OffsetAndMetadata() as value):
+                self._offsets.setdefault(group_id, {})[partition] = value
+            case TxnOffsetChange(group_id, producer_id, partition, value):
+                txns = self._pending.setdefault(group_id, {})
+                txns.setdefault(producer_id, {})[partition] = value
+            case TxnMarkerChange(group_id, producer_id, commit):
+                txns = self._pending.get(group_id, {})
+                pending = txns.pop(producer_id, {})
+                if not txns:
+                    self._pending.pop(group_id, None)
+                if commit and pending:
+                    self._offsets.setdefault(group_id, {}).update(pending)
+            case GroupChange(group_id, None):
+                self._groups.pop(group_id, None)
+                self._pending.pop(group_id, None)
+            case GroupChange(group_id, GroupRecord() as record):
+                self._groups[group_id] = record
 
 
 def _entry(change: Change) -> dict[str, Any]:
-    if isinstance(change, OffsetChange):
-        topic, partition = change.partition
-        value = None if change.value is None else asdict(change.value)
-        return {
-            "type": "offset",
-            "group": change.group_id,
-            "topic": topic,
-            "partition": partition,
-            "value": value,
-        }
-    record = change.record
-    value = None
-    if record is not None:
-        value = {
-            **asdict(record),
-            "members": [
-                {
-                    **asdict(m),
-                    "subscription": base64.b64encode(m.subscription).decode(),
-                    "assignment": base64.b64encode(m.assignment).decode(),
-                }
-                for m in record.members
-            ],
-        }
-    return {"type": "group", "group": change.group_id, "value": value}
+    match change:
+        case OffsetChange(group_id, (topic, partition), offset):
+            value = None if offset is None else asdict(offset)
+            return {
+                "type": "offset",
+                "group": group_id,
+                "topic": topic,
+                "partition": partition,
+                "value": value,
+            }
+        case TxnOffsetChange(group_id, producer_id, (topic, partition), offset):
+            return {
+                "type": "txn-offset",
+                "group": group_id,
+                "producer_id": producer_id,
+                "topic": topic,
+                "partition": partition,
+                "value": asdict(offset),
+            }
+        case TxnMarkerChange(group_id, producer_id, commit):
+            return {
+                "type": "txn-marker",
+                "group": group_id,
+                "producer_id": producer_id,
+                "value": commit,
+            }
+        case GroupChange(group_id, record):
+            return {"type": "group", "group": group_id, "value": _group_value(record)}
+
+
+def _group_value(record: GroupRecord | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    return {
+        **asdict(record),
+        "members": [
+            {
+                **asdict(m),
+                "subscription": base64.b64encode(m.subscription).decode(),
+                "assignment": base64.b64encode(m.assignment).decode(),
+            }
+            for m in record.members
+        ],
+    }
 
 
 def _change(entry: dict[str, Any]) -> Change:
     value = entry["value"]
-    if entry["type"] == "offset":
-        partition = (str(entry["topic"]), int(entry["partition"]))
-        offset = None if value is None else OffsetAndMetadata(**value)
-        return OffsetChange(str(entry["group"]), partition, offset)
+    match entry["type"]:
+        case "offset":
+            partition = (str(entry["topic"]), int(entry["partition"]))
+            offset = None if value is None else OffsetAndMetadata(**value)
+            return OffsetChange(str(entry["group"]), partition, offset)
+        case "txn-offset":
+            partition = (str(entry["topic"]), int(entry["partition"]))
+            producer_id = int(entry["producer_id"])
+            return TxnOffsetChange(
+                str(entry["group"]), producer_id, partition, OffsetAndMetadata(**value)
+            )
+        case "txn-marker":
+            return TxnMarkerChange(str(entry["group"]), int(entry["producer_id"]), bool(value))
     if entry["type"] != "group":
         raise CorruptRecordError(f"unknown entry type {entry['type']!r}")
     if value is None:

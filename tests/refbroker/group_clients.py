@@ -114,7 +114,7 @@ class VerifiableConsumer:
         assert java is not None, "java is not on PATH"
         command = [
             java, "-Xmx192m", "-XX:TieredStopAtLevel=1", "-cp", f"{kafka_lib()}/*",
-            f"-Dlog4j.configuration=file:{_quiet_log4j(log_dir)}",
+            f"-Dlog4j.configuration=file:{quiet_log4j(log_dir)}",
             "org.apache.kafka.tools.VerifiableConsumer",
             "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group,
             "--session-timeout", "10000", "--reset-policy", "earliest",
@@ -187,9 +187,9 @@ class VerifiableConsumer:
         self._stderr.close()
 
 
-def _quiet_log4j(log_dir: Path) -> Path:
+def quiet_log4j(log_dir: Path) -> Path:
     """log4j to stderr at WARN: stdout carries only the tool's JSON events."""
-    path = log_dir / "verifiable-consumer-log4j.properties"
+    path = log_dir / "java-client-log4j.properties"
     path.write_text(
         "log4j.rootLogger=WARN, stderr\n"
         "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"

@@ -81,6 +81,27 @@ def test_metadata_advertises_the_configured_address_at_old_and_new_versions(
         ]  # fmt: skip
 
 
+def test_every_topic_has_a_topic_id_that_survives_a_restart(
+    start_refbroker: StartBroker,
+) -> None:
+    """KIP-516, as Kafka 3.9 answers Metadata v10+ (franz-go 1.21 needs it: issue 19)."""
+    broker = start_refbroker()
+    broker.create_topic("a", 2)
+    broker.create_topic("b", 1)
+    request = MetadataRequest(topics=None, include_topic_authorized_operations=False)
+
+    def topic_ids() -> dict[str, uuid.UUID]:
+        with broker.client() as client:
+            return {t.name: t.topic_id for t in client.request(request).topics}
+
+    before = topic_ids()
+    assert uuid.UUID(int=0) not in before.values()
+    assert len(set(before.values())) == 2
+    broker.kill()
+    broker.start()
+    assert topic_ids() == before
+
+
 def test_unknown_topics_are_reported_unless_auto_creation_is_on(
     start_refbroker: StartBroker,
 ) -> None:

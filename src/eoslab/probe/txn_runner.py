@@ -8,7 +8,10 @@ answer goes into :attr:`TxnFlowRun.exchanges` with what the diff compares in its
 epochs, offsets (the topic is fresh, so offsets start at 0 on both targets), what a fetch
 returned (data records, markers, aborted transactions by producer), transaction states.
 Answers that only say "not ready yet" (the coordinator loading) are asked again and not
-recorded.
+recorded. Kafka answers EndTxn once PrepareCommit/PrepareAbort is in its log and writes the
+markers afterwards (the reference broker before answering: a listed difference), so after an
+EndTxn the probe waits, unrecorded, until DescribeTransactions says the transaction is
+complete, as a client reading later would find it.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from eoslab.runtime.topology import LabConfig
 
 PARTITION = 0
 CONCURRENT = "CONCURRENT_TRANSACTIONS"
+COMPLETE = frozenset({"CompleteCommit", "CompleteAbort"})
 
 
 @dataclass
@@ -227,7 +231,9 @@ class _Player:
             case End(producer=name, commit=commit):
                 p = self.producers[name]
                 request = end_txn_request(self._tid(p), p.producer_id, p.epoch, commit=commit)
-                self._request(p.coordinator, name, request, lambda r: r.error_code)
+                exchange, _ = self._request(p.coordinator, name, request, lambda r: r.error_code)
+                if exchange.error == NONE:
+                    self._await_complete(p)
             case ListOffsets(committed=committed):
                 isolation = READ_COMMITTED if committed else READ_UNCOMMITTED
                 exchange, response = self._request(
@@ -315,6 +321,19 @@ class _Player:
         if exchange.error == NONE:
             producer.producer_id, producer.epoch = granted
             producer.sequence = 0
+
+    def _await_complete(self, producer: ProducerState) -> None:
+        """Until the coordinator has written every marker of the transaction just ended."""
+        request = describe_transactions_request(self._tid(producer))
+        state = [""]
+
+        def complete() -> bool:
+            (described,) = producer.coordinator.request(request).transaction_states
+            state[0] = described.transaction_state
+            return state[0] in COMPLETE
+
+        if not wait_until(complete, INIT_PRODUCER_ID_TIMEOUT_S, LEADER_LOOKUP_INTERVAL_S):
+            raise ProbeError(f"step {self.index}: the transaction stays {state[0]}")
 
     def leader_address(self) -> tuple[str, int]:
         assert self.run.leader is not None

@@ -48,6 +48,13 @@ class ApiHandler(abc.ABC):
         """A response that refuses the whole request with `error`, applying nothing."""
 
 
+class ErrorCodeHandler(ApiHandler):
+    """An API whose response is a top-level error code (and the throttle time) only."""
+
+    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
+        return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error)
+
+
 PartitionAnswer = Callable[[str, Any], dict[str, Any]]
 """(topic name, request partition) -> the partition response's fields."""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, ErrorCodeHandler, RequestContext
 from eoslab.refbroker.groups.classic_group import UNKNOWN_MEMBER_ID, JoinResult, SyncResult
 from eoslab.refbroker.groups.committed_offsets import (
     NO_LEADER_EPOCH,
@@ -192,7 +192,7 @@ class SyncGroupHandler(ApiHandler):
         )
 
 
-class HeartbeatHandler(ApiHandler):
+class HeartbeatHandler(ErrorCodeHandler):
     api_key = 12
     min_version = 0
     max_version = 4
@@ -205,9 +205,6 @@ class HeartbeatHandler(ApiHandler):
             request.generation_id,
         )
         return self.reject(request, ctx, error)
-
-    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
-        return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error)
 
 
 class LeaveGroupHandler(ApiHandler):

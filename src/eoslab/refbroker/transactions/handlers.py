@@ -17,7 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, ErrorCodeHandler, RequestContext
 from eoslab.refbroker.internal_topics import GROUP_METADATA_TOPIC, offsets_topic_partition
 from eoslab.refbroker.protocol import build, millis, nested
 from eoslab.refbroker.transactions.transaction_coordinator import InitProducerIdResult
@@ -143,7 +143,7 @@ def _requested(request: Any) -> list[TopicPartition]:
     )
 
 
-class AddOffsetsToTxnHandler(ApiHandler):
+class AddOffsetsToTxnHandler(ErrorCodeHandler):
     """The group's __consumer_offsets partition joins the transaction, so that TxnOffsetCommit
     may commit the group's offsets in it."""
 
@@ -160,11 +160,8 @@ class AddOffsetsToTxnHandler(ApiHandler):
         )
         return self.reject(request, ctx, fenced_for(error, ctx.api_version, 2))
 
-    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
-        return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error)
 
-
-class EndTxnHandler(ApiHandler):
+class EndTxnHandler(ErrorCodeHandler):
     api_key = 26
     min_version = 0
     max_version = 4
@@ -173,11 +170,7 @@ class EndTxnHandler(ApiHandler):
         error = ctx.broker.transactions.handle_end_txn(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed
         )
-        ctx.broker.appends.notify()  # markers move last stable offsets: wake read_committed
         return self.reject(request, ctx, fenced_for(error, ctx.api_version, 2))
-
-    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
-        return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error)
 
 
 class DescribeTransactionsHandler(ApiHandler):

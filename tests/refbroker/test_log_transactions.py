@@ -26,9 +26,9 @@ COMMIT, ABORT = EndTxnMarker(True, 0), EndTxnMarker(False, 0)
 class Partition:
     """Partition t-0 of a LogManager that can be closed, or abandoned as by kill -9."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, segment_bytes: int = 64 * 1024 * 1024) -> None:
         self.directory = directory
-        self.manager = LogManager(StorageConfig(directory))
+        self.manager = LogManager(StorageConfig(directory, segment_bytes=segment_bytes))
         if "t" not in self.manager.topics():
             self.manager.create_topic("t", 1)
 
@@ -130,3 +130,16 @@ def test_an_index_entry_lost_in_a_crash_is_rebuilt_from_the_log(partition: Parti
     again = partition.reopened(crash=True)
     assert again.log.read_committed(0, 1 << 20)[1] == [AbortedTxn(A, 0, 2, 3)]
     assert len(index.read_bytes()) == txn_index.ENTRY.size
+
+
+def test_a_read_across_segments_gets_the_aborted_transactions_of_both(tmp_path: Path) -> None:
+    """Each batch rolls a segment here: a read from 0 returns batches of several segments, and
+    the aborted list covers all of them (Kafka's read stops at the first segment's end)."""
+    partition = Partition(tmp_path / "small", segment_bytes=100)
+    partition.write(A, 0)  # 0-1
+    partition.end(A, COMMIT)  # 2
+    partition.write(B, 0)  # 3-4
+    partition.end(B, ABORT)  # 5
+    data, aborted = partition.log.read_committed(0, 1 << 20)
+    assert offsets_of(data) == [(0, False), (2, True), (3, False), (5, True)]
+    assert aborted == [AbortedTxn(B, 3, 5, 6)]

@@ -7,6 +7,7 @@ the restarted broker."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,21 @@ def test_the_java_client_copies_transactionally(broker: RunningBroker, tmp_path:
     java_transactional_copy(target_of(broker), "java-in", "java-out", tmp_path, "tx-java")
 
 
+def kill_9(broker: RunningBroker) -> None:
+    broker.kill()
+    broker.start()
+
+
+def crash_restart(broker: RunningBroker) -> None:
+    """The crash-restart fault: the same process forgets everything and recovers from disk."""
+    broker.fault(kind="crash-restart")
+
+
 def open_transaction_then_kill(
-    broker: RunningBroker, topic: str, transactional_id: str
+    broker: RunningBroker,
+    topic: str,
+    transactional_id: str,
+    restart: Callable[[RunningBroker], None] = kill_9,
 ) -> Producer:
     """A producer writes a transaction into every partition (acknowledged: on disk), and the
     broker is killed (SIGKILL) and restarted on the same data before it is ended."""
@@ -72,17 +86,19 @@ def open_transaction_then_kill(
     for partition, value in values("open", 8):
         producer.produce(topic, value=value, partition=partition)
     producer.flush(CALL_TIMEOUT_S)
-    broker.kill()
-    broker.start()
+    restart(broker)
     held = end_offsets(broker.bootstrap, topic, PARTITIONS, "read_committed")
     assert held == dict.fromkeys(range(PARTITIONS), 0)  # still open after the restart
     return producer
 
 
-def test_kill_9_mid_transaction_then_the_producer_commits(broker: RunningBroker) -> None:
+@pytest.mark.parametrize("restart", [kill_9, crash_restart])
+def test_kill_9_mid_transaction_then_the_producer_commits(
+    broker: RunningBroker, restart: Callable[[RunningBroker], None]
+) -> None:
     """The transaction's state (Ongoing, its partitions) and the partitions' open transactions
     survived: the same producer commits after the restart and every record is visible once."""
-    producer = open_transaction_then_kill(broker, "killed-commit", "tx-killed-commit")
+    producer = open_transaction_then_kill(broker, "killed-commit", "tx-killed-commit", restart)
     producer.commit_transaction(CALL_TIMEOUT_S)
     assert flat(read_all(broker.bootstrap, "killed-commit", PARTITIONS)) == sorted(
         v for _, v in values("open", 8)

@@ -99,6 +99,7 @@ def consume_transform_produce(
             )
             transactions += 1
             if transactions % 3 == 2:
+                producer.flush(CALL_TIMEOUT_S)  # the copies are in the log before the abort
                 producer.abort_transaction(CALL_TIMEOUT_S)
                 for tp in consumer.committed(consumer.assignment(), CALL_TIMEOUT_S):
                     consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))

@@ -236,9 +236,11 @@ class PartitionLog:
         return data, self._txn_index.collect(offset, upper_bound) if data else []
 
     def _read(self, offset: int, max_bytes: int, limit: int) -> tuple[bytes, int]:
-        """(batches from `offset`, none starting at or past `limit`; the fetch upper bound)."""
+        """(batches from `offset`, none starting at or past `limit`; the fetch upper bound:
+        Kafka's, from the segment the read starts in, and at least past the last batch read,
+        since a read here may go on into the next segment where Kafka's stops)."""
         chunks: list[bytes] = []
-        total = 0
+        total = read_end = 0
         first = self._segment_index(offset)
         for segment in self._segments[first:]:
             start = segment.position_of(offset)
@@ -248,6 +250,7 @@ class PartitionLog:
                     break
                 end = position + header.size
                 total += header.size
+                read_end = header.last_offset + 1
             if end > start:
                 chunks.append(segment.read_bytes(start, end - start))
             if end < segment.size:
@@ -257,7 +260,7 @@ class PartitionLog:
         if upper is None:
             following = self._segments[first + 1 : first + 2]
             upper = following[0].base_offset if following else self.log_end_offset
-        return b"".join(chunks), upper
+        return b"".join(chunks), max(upper, read_end)
 
     def _check_in_range(self, offset: int) -> None:
         if not self._log_start_offset <= offset <= self.log_end_offset:

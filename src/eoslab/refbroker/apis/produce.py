@@ -1,6 +1,14 @@
 """Produce: one RecordBatch v2 per partition, handed to PartitionLog.append; the first
 transactional batch of a producer in a partition is verified with the transaction coordinator
-first (KIP-890 part 1, Kafka 3.9's transaction.partition.verification.enable=true)."""
+first (KIP-890 part 1, Kafka 3.9's transaction.partition.verification.enable=true), with
+ReplicaManager's error mapping: INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11) for a
+partition not in the transaction, INVALID_PRODUCER_EPOCH for a fenced epoch, NOT_ENOUGH_REPLICAS
+for the coordinator's retriable errors.
+
+Difference from Kafka: the batch is validated (CRC, offsets, sequences' sign) before the
+verification; Kafka verifies first and validates the batch as it appends it, so a corrupt
+transactional batch of an unverified producer gets the verification's error there and the
+validation's here."""
 
 from __future__ import annotations
 

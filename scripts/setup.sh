@@ -48,9 +48,10 @@ command -v postgres >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/postgres
 
 # --- the franz-go group consumer the tests build (tests/refbroker/franzgo): its modules
 if command -v go >/dev/null; then
-  if ! fresh tests/refbroker/franzgo/.downloaded tests/refbroker/franzgo/go.sum; then
-    echo "setup: downloading the franz-go modules"
-    (cd tests/refbroker/franzgo && go mod download) || fail "go could not download the franz-go modules."
+  if ! fresh tests/refbroker/franzgo/.downloaded tests/refbroker/franzgo/go.sum tests/refbroker/franzgo/go121.sum; then
+    echo "setup: downloading the franz-go modules (the current franz-go and 1.21.0)"
+    (cd tests/refbroker/franzgo && go mod download && go mod download -modfile=go121.mod) \
+      || fail "go could not download the franz-go modules."
     touch tests/refbroker/franzgo/.downloaded
   fi
 else

@@ -31,6 +31,8 @@ processes, never imported, by the runtime); the runtime; workload and probe; the
 run; the checker; the report; the orchestration; the entry points."""
 SAME_LAYER_ORDER = {("probe", "workload")}
 """Packages of one layer that may import one another in this direction only."""
+SEPARATE_ROOMS = ("eoslab.refbroker.groups", "eoslab.refbroker.transactions")
+"""Sub-packages that never import each other: the broker (broker.py) wires them together."""
 ROOT = Path(eoslab.__file__).parent
 
 
@@ -133,6 +135,28 @@ def test_packages_import_only_along_the_layers() -> None:
 
 def test_the_module_import_graph_has_no_cycle() -> None:
     assert cycles(import_graph()) == []
+
+
+def crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from one of SEPARATE_ROOMS into another."""
+
+    def room(module: str) -> str | None:
+        return next((r for r in SEPARATE_ROOMS if module.startswith(f"{r}.") or module == r), None)
+
+    return sorted(
+        f"{module} imports {imported}"
+        for module, imports in graph.items()
+        for imported in imports
+        if room(module) is not None and room(imported) not in (None, room(module))
+    )
+
+
+def test_the_coordinators_of_the_reference_broker_do_not_import_each_other() -> None:
+    assert crossings(import_graph()) == []
+    planted = {"eoslab.refbroker.groups.handlers": {"eoslab.refbroker.transactions.handlers"}}
+    assert crossings(planted) == [
+        "eoslab.refbroker.groups.handlers imports eoslab.refbroker.transactions.handlers"
+    ]
 
 
 def test_the_checks_above_can_fail() -> None:

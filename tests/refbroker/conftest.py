@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from group_clients import build_franzgo
+from group_clients import FRANZGO_1_21, build_franzgo
 from refbroker_process import FAST_JOIN, RunningBroker, StartBroker
 
 from eoslab.probe.client import KafkaProtocolClient
@@ -40,6 +40,12 @@ def refbroker(start_refbroker: StartBroker) -> RunningBroker:
 def franzgo_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The franz-go group consumer (tests/refbroker/franzgo), built once per session."""
     return build_franzgo(tmp_path_factory.mktemp("franzgo"))
+
+
+@pytest.fixture(scope="session")
+def franzgo_1_21_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same consumer built against franz-go 1.21.0 (issue 19's version)."""
+    return build_franzgo(tmp_path_factory.mktemp("franzgo"), FRANZGO_1_21)
 
 
 @pytest.fixture

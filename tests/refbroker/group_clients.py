@@ -1,6 +1,7 @@
 """Real group consumers for the tests, each driven with a deadline: librdkafka (confluent-kafka),
 Kafka's own Java VerifiableConsumer (kafka-tools 3.9, its JSON event lines parsed), aiokafka,
-kcat -G and a franz-go program (franzgo/main.go, built with the machine's go).
+kcat -G and a franz-go program (franzgo/main.go, built with the machine's go against the
+current franz-go, go.mod, and against franz-go 1.21.0, go121.mod).
 
 librdkafka waits silently forever when the broker lacks something, so nothing here blocks
 without a bound: every wait polls until its condition holds or its deadline passes, and then
@@ -114,7 +115,7 @@ class VerifiableConsumer:
         assert java is not None, "java is not on PATH"
         command = [
             java, "-Xmx192m", "-XX:TieredStopAtLevel=1", "-cp", f"{kafka_lib()}/*",
-            f"-Dlog4j.configuration=file:{_quiet_log4j(log_dir)}",
+            f"-Dlog4j.configuration=file:{quiet_log4j(log_dir)}",
             "org.apache.kafka.tools.VerifiableConsumer",
             "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group,
             "--session-timeout", "10000", "--reset-policy", "earliest",
@@ -187,9 +188,9 @@ class VerifiableConsumer:
         self._stderr.close()
 
 
-def _quiet_log4j(log_dir: Path) -> Path:
+def quiet_log4j(log_dir: Path) -> Path:
     """log4j to stderr at WARN: stdout carries only the tool's JSON events."""
-    path = log_dir / "verifiable-consumer-log4j.properties"
+    path = log_dir / "java-client-log4j.properties"
     path.write_text(
         "log4j.rootLogger=WARN, stderr\n"
         "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
@@ -222,13 +223,18 @@ def kcat_consume(bootstrap: str, group: str, topic: str, count: int) -> Records:
     return _partition_offsets(done.stdout)
 
 
-def build_franzgo(out_dir: Path) -> Path:
-    """Build franzgo/main.go (modules from the Go module proxy, cached by `make setup`)."""
+FRANZGO_1_21 = "go121.mod"
+"""franz-go 1.21.0 (issue 19: it took a topic without a topic id for an unknown one)."""
+
+
+def build_franzgo(out_dir: Path, modfile: str = "go.mod") -> Path:
+    """Build franzgo/main.go against the franz-go of `modfile` (modules from the Go module
+    proxy, cached by `make setup`)."""
     go = shutil.which("go")
     assert go is not None, "go is not installed: the franz-go consumer needs it"
-    binary = out_dir / "franzgo-consumer"
+    binary = out_dir / f"franzgo-consumer-{Path(modfile).stem}"
     subprocess.run(
-        [go, "build", "-o", str(binary), "."],
+        [go, "build", f"-modfile={modfile}", "-o", str(binary), "."],
         cwd=FRANZGO_SOURCE,
         check=True,
         timeout=BUILD_TIMEOUT_S,

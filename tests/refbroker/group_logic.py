@@ -8,8 +8,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from eoslab.refbroker.classic_group import JoinResult, SyncResult
-from eoslab.refbroker.group_coordinator import JoinRequest, SyncRequest
+from eoslab.refbroker.groups.classic_group import JoinResult, SyncResult
+from eoslab.refbroker.groups.group_coordinator import JoinRequest, SyncRequest
 
 CONSUMER = "consumer"
 

@@ -18,6 +18,7 @@ from kio.static.primitive import TZAwareMicros, i8, i64
 
 POST_CRC = struct.Struct(">hiqqqhii")
 GZIP = 1
+TRANSACTIONAL = 0x10
 BASE_TIMESTAMP = 1_700_000_000_000
 
 
@@ -29,6 +30,7 @@ def make_batch(
     *,
     timestamp_ms: int = BASE_TIMESTAMP,
     compressed: bool = False,
+    transactional: bool = False,
     value: bytes = b"value",
 ) -> bytes:
     moment = TZAwareMicros.parse(datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC))
@@ -46,7 +48,7 @@ def make_batch(
     records = gzip.compress(body.getvalue(), mtime=0) if compressed else body.getvalue()
     post = (
         POST_CRC.pack(
-            GZIP if compressed else 0,
+            (GZIP if compressed else 0) | (TRANSACTIONAL if transactional else 0),
             count - 1,
             timestamp_ms,
             timestamp_ms,

@@ -6,7 +6,7 @@ import pytest
 from group_logic import CONSUMER, FakeTime, subscription
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.classic_group import (
+from eoslab.refbroker.groups.classic_group import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
     ClassicGroup,
     ClassicGroupMember,

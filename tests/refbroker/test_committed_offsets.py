@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from eoslab.refbroker import committed_offsets
-from eoslab.refbroker.committed_offsets import (
+from eoslab.refbroker import record_file
+from eoslab.refbroker.groups import committed_offsets
+from eoslab.refbroker.groups.committed_offsets import (
     CommittedOffsetStore,
     GroupRecord,
     MemberRecord,
@@ -94,7 +95,7 @@ def test_a_valid_crc_around_garbage_json_is_corruption_too(tmp_path: Path) -> No
     from crc32c import crc32c
 
     payload = b'[{"type": "offset", "group": 1}]'
-    header = committed_offsets.RECORD_HEADER.pack(len(payload), crc32c(payload))
+    header = record_file.RECORD_HEADER.pack(len(payload), crc32c(payload))
     (tmp_path / committed_offsets.FILE_NAME).write_bytes(header + payload)
     store = reopened(tmp_path)
     assert store.group_ids() == set()
@@ -115,3 +116,38 @@ def test_compaction_keeps_only_the_live_entries(
     again = reopened(tmp_path)
     assert again.offsets("g") == {("t", 0): OffsetAndMetadata(98), ("t", 1): OffsetAndMetadata(99)}
     assert again.groups() == {"g": GROUP}
+
+
+def test_transactional_offsets_wait_for_their_marker_across_reopens(tmp_path: Path) -> None:
+    store = reopened(tmp_path)
+    store.commit("g", {("t", 0): OffsetAndMetadata(1)})
+    store.commit_transactional(
+        "g", 7, {("t", 0): OffsetAndMetadata(5), ("t", 1): OffsetAndMetadata(6)}
+    )
+    store.commit_transactional("g", 8, {("t", 1): OffsetAndMetadata(9)})
+    store.close()
+    again = reopened(tmp_path)
+    assert again.offsets("g") == {("t", 0): OffsetAndMetadata(1)}  # pending ones are not visible
+    assert again.has_pending_offset("g", ("t", 1))
+    assert again.end_transaction("g", 7, commit=True) == 2
+    assert again.end_transaction("g", 8, commit=False) == 1
+    assert again.end_transaction("g", 8, commit=True) == 0  # nothing pending any more
+    again.close()
+    final = reopened(tmp_path)
+    assert final.offsets("g") == {("t", 0): OffsetAndMetadata(5), ("t", 1): OffsetAndMetadata(6)}
+    assert final.pending_offsets("g") == {}
+
+
+def test_compaction_keeps_pending_transactional_offsets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(committed_offsets, "COMPACT_MIN_ENTRIES", 10)
+    store = reopened(tmp_path)
+    store.commit_transactional("g", 7, {("t", 0): OffsetAndMetadata(3)})
+    for offset in range(30):
+        store.commit("g", {("t", 1): OffsetAndMetadata(offset)})
+    store.close()
+    again = reopened(tmp_path)
+    assert again.pending_offsets("g") == {7: {("t", 0): OffsetAndMetadata(3)}}
+    again.end_transaction("g", 7, commit=True)
+    assert again.offsets("g") == {("t", 0): OffsetAndMetadata(3), ("t", 1): OffsetAndMetadata(29)}

@@ -115,3 +115,17 @@ def test_franz_go_group_consumer_reads_and_resumes(
 
     committed = cli_consumer_resumes(target_of(broker), "franz", "g-franz", consume)
     assert committed == dict.fromkeys(range(4), 100)  # it commits all it read, then leaves
+
+
+def test_franz_go_1_21_joins_its_group(broker: RunningBroker, franzgo_1_21_binary: Path) -> None:
+    """Issue 19: franz-go 1.21.0 answers its own OffsetFetch with UNKNOWN_TOPIC_OR_PARTITION
+    when the topic's Metadata carries no topic id (it takes the zero id for an unknown topic),
+    and never joins; Kafka 3.9 gives every topic an id, and so does the reference broker."""
+
+    def consume(count: int) -> list[tuple[int, int]]:
+        return franzgo_consume(
+            franzgo_1_21_binary, broker.bootstrap, "g-franz121", "franz121", count
+        )
+
+    committed = cli_consumer_resumes(target_of(broker), "franz121", "g-franz121", consume)
+    assert committed == dict.fromkeys(range(4), 100)

@@ -83,3 +83,16 @@ def test_kcat_and_franz_go(target: GroupTarget, franzgo_binary: Path) -> None:
             franzgo_binary, target.bootstrap, "lab-franz", franz_topic, count
         ),
     )
+
+
+def test_franz_go_1_21(target: GroupTarget, franzgo_1_21_binary: Path) -> None:
+    """Issue 19's client: it needs topic ids in Metadata, which both targets give."""
+    topic = f"lab-franz121-{target.name}"
+    cli_consumer_resumes(
+        target,
+        topic,
+        "lab-franz121",
+        lambda count: franzgo_consume(
+            franzgo_1_21_binary, target.bootstrap, "lab-franz121", topic, count
+        ),
+    )

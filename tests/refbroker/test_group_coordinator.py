@@ -11,9 +11,9 @@ import pytest
 from group_logic import Answers, FakeTime, join_request, subscription, sync_request
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.classic_group import GroupState, JoinResult
-from eoslab.refbroker.committed_offsets import CommittedOffsetStore, OffsetAndMetadata
-from eoslab.refbroker.group_coordinator import GroupConfig, GroupCoordinator, LeavingMember
+from eoslab.refbroker.groups.classic_group import GroupState, JoinResult
+from eoslab.refbroker.groups.committed_offsets import CommittedOffsetStore, OffsetAndMetadata
+from eoslab.refbroker.groups.group_coordinator import GroupConfig, GroupCoordinator, LeavingMember
 
 E = ErrorCode
 DELAY_MS = 3_000

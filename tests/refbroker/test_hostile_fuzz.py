@@ -13,14 +13,24 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12 import MetadataRequest
 from refbroker_process import HOST, RunningBroker
 
+from eoslab.probe.batches import record_batch
 from eoslab.probe.client import encode_request
 from eoslab.probe.requests import (
+    READ_COMMITTED,
+    add_offsets_to_txn_request,
+    add_partitions_to_txn_request,
     describe_groups_request,
+    describe_transactions_request,
+    end_txn_request,
     find_coordinator_request,
+    find_transaction_coordinator_request,
     heartbeat_request,
+    init_transactional_producer_request,
+    list_offsets_request,
     offset_commit_request,
     offset_fetch_request,
     sync_group_request,
+    txn_offset_commit_request,
 )
 
 TOPIC = "fuzz"
@@ -44,8 +54,23 @@ VALID_FRAMES = [
             "fuzz", generation=-1, member_id="", topic=TOPIC, partition=0, offset=1
         )
     ),
-    framed(offset_fetch_request("fuzz", TOPIC, (0,))),
+    framed(offset_fetch_request("fuzz", TOPIC, (0,), require_stable=True)),
     framed(describe_groups_request("fuzz")),
+    # transactions: the coordinator's APIs and the partitions' transactional side
+    framed(find_transaction_coordinator_request("fuzz")),
+    framed(init_transactional_producer_request("fuzz", 60_000)),
+    framed(add_partitions_to_txn_request("fuzz", 1000, 0, TOPIC, (0,))),
+    framed(add_offsets_to_txn_request("fuzz", 1000, 0, "fuzz")),
+    framed(txn_offset_commit_request("fuzz", "fuzz", 1000, 0, topic=TOPIC, partition=0, offset=1)),
+    framed(end_txn_request("fuzz", 1000, 0, commit=True)),
+    framed(describe_transactions_request("fuzz")),
+    framed(
+        produce_request(
+            TOPIC, 0, record_batch(1000, 0, 0, [b"v"], transactional=True), transactional_id="fuzz"
+        )
+    ),
+    framed(fetch_request(TOPIC, 0, 0, isolation_level=READ_COMMITTED)),
+    framed(list_offsets_request(TOPIC, 0, READ_COMMITTED)),
 ]
 
 

@@ -9,15 +9,22 @@ import struct
 
 import pytest
 from crafted import batch_of, errors_of, init_producer_id, produce_request
-from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.api_versions.v0 import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3 import ApiVersionsRequest
 from kio.schema.api_versions.v4 import ApiVersionsRequest as ApiVersionsRequestV4
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
 from kio.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
+from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
 from kio.serial import entity_reader
 from refbroker_process import HOST, RunningBroker, StartBroker
+
+from eoslab.probe.batches import record_batch
+from eoslab.probe.requests import (
+    add_partitions_to_txn_request,
+    end_txn_request,
+    init_transactional_producer_request,
+)
 
 NO_WAIT = datetime.timedelta(0)
 API_VERSIONS = ApiVersionsRequest(client_software_name="eoslab-tests", client_software_version="1")
@@ -86,11 +93,7 @@ def test_a_half_sent_frame_does_not_block_other_clients(refbroker: RunningBroker
 
 def test_unserved_api_known_to_kafka_closes_the_connection(refbroker: RunningBroker) -> None:
     with refbroker.client() as client:
-        client.send(
-            AddOffsetsToTxnRequest(
-                transactional_id="t", producer_id=1, producer_epoch=0, group_id="group"
-            )
-        )
+        client.send(WriteTxnMarkersRequest(markers=()))  # broker to broker: not served
         assert client.closed_by_peer()
     assert still_serving(refbroker)
 
@@ -129,3 +132,23 @@ def test_bad_crc_is_corrupt_message_for_that_partition(refbroker: RunningBroker)
         corrupt = client.request(produce_request("crc", 0, bytes(batch)))
         intact = client.request(produce_request("crc", 0, batch_of(pid, epoch, 0, 2, "v")))
     assert errors_of([corrupt, intact]) == ["CORRUPT_MESSAGE", "NONE"]
+
+
+def test_transaction_requests_that_make_no_sense_get_precise_errors(
+    refbroker: RunningBroker,
+) -> None:
+    """Nonsense for the transaction coordinator and the transactional side of a partition is
+    answered with Kafka's error, and the broker carries on."""
+    refbroker.create_topic("txn", 1)
+    transactional = record_batch(4242, 0, 0, [b"v"], transactional=True)
+    with refbroker.client() as client:
+        timeout = client.request(init_transactional_producer_request("t", -5))
+        partition = client.request(add_partitions_to_txn_request("t", 4242, 0, "txn", (-1,)))
+        unknown = client.request(end_txn_request("never-initialised", 4242, 0, commit=True))
+        unverified = client.request(produce_request("txn", 0, transactional, transactional_id="x"))
+    assert timeout.error_code is ErrorCode.invalid_transaction_timeout
+    (result,) = partition.results_by_topic_v3_and_below[0].results_by_partition
+    assert result.partition_error_code is ErrorCode.unknown_topic_or_partition
+    assert unknown.error_code is ErrorCode.invalid_producer_id_mapping
+    assert errors_of([unverified]) == ["INVALID_PRODUCER_ID_MAPPING"]
+    assert still_serving(refbroker)

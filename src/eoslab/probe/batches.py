@@ -13,6 +13,8 @@ from kio.serial.readers import read_int32
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 NO_COMPRESSION = i16(0)
+TRANSACTIONAL = 0x10
+"""The batch attribute of a transaction's records."""
 BASE_OFFSET_SIZE = 8
 LOG_OVERHEAD = 12
 """base offset (int64) + batch length (int32): what precedes the counted part of a batch."""
@@ -26,16 +28,17 @@ def record_batch(
     *,
     keys: Sequence[bytes | None] | None = None,
     timestamp: datetime.datetime | None = None,
+    transactional: bool = False,
 ) -> bytes:
     """One uncompressed batch of `values` (with `keys`, default none), sequences
-    base_sequence .. base_sequence+len-1."""
+    base_sequence .. base_sequence+len-1; `transactional`: part of a transaction."""
     at = TZAwareMicros.parse(timestamp or datetime.datetime.now(datetime.UTC))
     record_keys = [None] * len(values) if keys is None else keys
     batch = NewRecordBatch(
         producer_id=i64(producer_id),
         producer_epoch=i16(producer_epoch),
         base_sequence=i32(base_sequence),
-        attributes=NO_COMPRESSION,
+        attributes=i16(TRANSACTIONAL if transactional else NO_COMPRESSION),
         records=tuple(
             Record(
                 attributes=i8(0),

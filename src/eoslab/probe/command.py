@@ -17,6 +17,8 @@ from eoslab.probe.group_flows import GROUP_FLOWS, GroupFlow
 from eoslab.probe.group_runner import GroupFlowRun
 from eoslab.probe.runner import FlowRun, ProbeError
 from eoslab.probe.targets import diff_on_lab, run_group_flow_on_lab, run_on_lab
+from eoslab.probe.txn_flows import TXN_FLOWS, TxnFlow
+from eoslab.probe.txn_runner import TxnFlowRun, diff_txn_on_lab, run_txn_flow_on_lab
 from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime import LabError, get_runtime
 from eoslab.runtime.topology import LabConfig
@@ -26,11 +28,11 @@ app = typer.Typer(help="Crafted Produce flows from the seeds, on Kafka and the r
 EXIT_DIFFERENT = 1
 EXIT_FAILED = 2
 
-ALL_FLOWS: dict[str, Flow | GroupFlow] = {**FLOWS, **GROUP_FLOWS}
+ALL_FLOWS: dict[str, Flow | GroupFlow | TxnFlow] = {**FLOWS, **GROUP_FLOWS, **TXN_FLOWS}
 FlowArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(ALL_FLOWS)}.")]
 
 
-def _flow(name: str) -> Flow | GroupFlow:
+def _flow(name: str) -> Flow | GroupFlow | TxnFlow:
     if name not in ALL_FLOWS:
         raise fail(f"unknown flow {name!r}; choose one of: {', '.join(ALL_FLOWS)}", EXIT_FAILED)
     return ALL_FLOWS[name]
@@ -81,11 +83,13 @@ def run(
             f"unknown target {target!r}; choose one of: {', '.join(LAB_TARGETS)}", EXIT_FAILED
         )
     try:
-        played: FlowRun | GroupFlowRun = (
-            run_group_flow_on_lab(chosen, target, _lab_config(runtime))
-            if isinstance(chosen, GroupFlow)
-            else run_on_lab(chosen, target, _lab_config(runtime))
-        )
+        played: FlowRun | GroupFlowRun | TxnFlowRun
+        if isinstance(chosen, GroupFlow):
+            played = run_group_flow_on_lab(chosen, target, _lab_config(runtime))
+        elif isinstance(chosen, TxnFlow):
+            played = run_txn_flow_on_lab(chosen, target, _lab_config(runtime))
+        else:
+            played = run_on_lab(chosen, target, _lab_config(runtime))
     except PROBE_FAILURES as error:
         raise fail(f"{flow} on {target}: {error}", EXIT_FAILED) from error
     if as_json:
@@ -100,7 +104,12 @@ def diff(flow: FlowArgument, as_json: JsonOption = False, runtime: RuntimeOption
     exits 1 when a difference is not a known divergence."""
     chosen = _flow(flow)
     try:
-        result = diff_on_lab(chosen, _lab_config(runtime))
+        config = _lab_config(runtime)
+        result = (
+            diff_txn_on_lab(chosen, config)
+            if isinstance(chosen, TxnFlow)
+            else diff_on_lab(chosen, config)
+        )
     except PROBE_FAILURES as error:
         raise fail(f"{flow}: {error}", EXIT_FAILED) from error
     if as_json:
@@ -111,9 +120,11 @@ def diff(flow: FlowArgument, as_json: JsonOption = False, runtime: RuntimeOption
         raise typer.Exit(code=EXIT_DIFFERENT)
 
 
-def transcript_table(played: FlowRun | GroupFlowRun) -> Table:
+def transcript_table(played: FlowRun | GroupFlowRun | TxnFlowRun) -> Table:
     if isinstance(played, GroupFlowRun):
         where = f"group {played.group}, coordinator {played.coordinator}"
+    elif isinstance(played, TxnFlowRun):
+        where = f"leader {played.leader}, group {played.group}"
     else:
         where = f"leader {played.leader}, producer id {played.producer_id}"
     table = Table(title=f"{played.flow.name} on {played.target} ({played.topic}, {where})")

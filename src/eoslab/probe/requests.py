@@ -4,6 +4,11 @@ The group requests are those of the classic protocol at the versions the Java cl
 (JoinGroup v9, SyncGroup v5, Heartbeat v4, LeaveGroup v5, OffsetCommit v8, OffsetFetch v8,
 FindCoordinator v4, DescribeGroups v5), with the consumer protocol type and a ConsumerProtocol
 subscription as member metadata, so Kafka treats the probe like any consumer.
+
+The transaction requests are at versions both targets serve and some client sends:
+InitProducerId v5, AddPartitionsToTxn v3, AddOffsetsToTxn v3, EndTxn v3, TxnOffsetCommit v3
+(librdkafka's; the Java client 3.9 sends v4, where TRANSACTION_ABORTABLE replaces
+INVALID_TXN_STATE), ListOffsets v7 with an isolation level, DescribeTransactions v0.
 """
 
 from __future__ import annotations
@@ -11,6 +16,11 @@ from __future__ import annotations
 import datetime
 import struct
 
+from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
+from kio.schema.add_partitions_to_txn.v3.request import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+)
 from kio.schema.delete_records.v2.request import (
     DeleteRecordsPartition,
     DeleteRecordsRequest,
@@ -18,12 +28,19 @@ from kio.schema.delete_records.v2.request import (
 )
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.init_producer_id.v5 import InitProducerIdRequest
 from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
+from kio.schema.list_offsets.v7.request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
 from kio.schema.offset_commit.v8.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -36,7 +53,12 @@ from kio.schema.offset_fetch.v8.request import (
 )
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
-from kio.schema.types import GroupId, TopicName
+from kio.schema.txn_offset_commit.v3.request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from kio.schema.types import BrokerId, GroupId, ProducerId, TopicName, TransactionalId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=10))
@@ -49,6 +71,10 @@ CONSUMER = "consumer"
 """The protocol type of consumer groups; the assignor's name is the protocol name."""
 RANGE = "range"
 GROUP_KEY = 0
+TRANSACTION_KEY = 1
+LATEST = -1
+"""ListOffsets' timestamp for the latest offset (the last stable one under read_committed)."""
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
 def init_producer_id_request() -> InitProducerIdRequest:
@@ -57,10 +83,14 @@ def init_producer_id_request() -> InitProducerIdRequest:
 
 
 def produce_request(
-    topic: str, partition: int, records: bytes, acks: int = ALL_ISR
+    topic: str,
+    partition: int,
+    records: bytes,
+    acks: int = ALL_ISR,
+    transactional_id: str | None = None,
 ) -> ProduceRequest:
     return ProduceRequest(
-        transactional_id=None,
+        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
         acks=i16(acks),
         timeout=TIMEOUT,
         topic_data=(
@@ -74,10 +104,17 @@ def produce_request(
     )
 
 
-def fetch_request(topic: str, partition: int, offset: int, max_wait_ms: int = 0) -> FetchRequest:
+def fetch_request(
+    topic: str,
+    partition: int,
+    offset: int,
+    max_wait_ms: int = 0,
+    isolation_level: int = READ_UNCOMMITTED,
+) -> FetchRequest:
     return FetchRequest(
         max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
         min_bytes=i32(1),
+        isolation_level=i8(isolation_level),
         topics=(
             FetchTopic(
                 topic=TopicName(topic),
@@ -196,16 +233,118 @@ def offset_commit_request(
     )
 
 
-def offset_fetch_request(group: str, topic: str, partitions: tuple[int, ...]) -> OffsetFetchRequest:
+def offset_fetch_request(
+    group: str, topic: str, partitions: tuple[int, ...], *, require_stable: bool = False
+) -> OffsetFetchRequest:
     wanted = OffsetFetchRequestTopics(
         name=TopicName(topic), partition_indexes=tuple(map(i32, partitions))
     )
     return OffsetFetchRequest(
-        groups=(OffsetFetchRequestGroup(group_id=GroupId(group), topics=(wanted,)),)
+        groups=(OffsetFetchRequestGroup(group_id=GroupId(group), topics=(wanted,)),),
+        require_stable=require_stable,
     )
 
 
 def describe_groups_request(*groups: str) -> DescribeGroupsRequest:
     return DescribeGroupsRequest(
         groups=tuple(map(GroupId, groups)), include_authorized_operations=False
+    )
+
+
+def find_transaction_coordinator_request(transactional_id: str) -> FindCoordinatorRequest:
+    return FindCoordinatorRequest(
+        key_type=i8(TRANSACTION_KEY), coordinator_keys=(transactional_id,)
+    )
+
+
+def init_transactional_producer_request(
+    transactional_id: str, timeout_ms: int, producer_id: int = -1, epoch: int = -1
+) -> InitProducerIdRequest:
+    """InitProducerId for a transactional id; KIP-360's producer id and epoch when given."""
+    return InitProducerIdRequest(
+        transactional_id=TransactionalId(transactional_id),
+        transaction_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        producer_id=ProducerId(producer_id),
+        producer_epoch=i16(epoch),
+    )
+
+
+def add_partitions_to_txn_request(
+    transactional_id: str, producer_id: int, epoch: int, topic: str, partitions: tuple[int, ...]
+) -> AddPartitionsToTxnRequest:
+    return AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=TransactionalId(transactional_id),
+        v3_and_below_producer_id=ProducerId(producer_id),
+        v3_and_below_producer_epoch=i16(epoch),
+        v3_and_below_topics=(
+            AddPartitionsToTxnTopic(name=TopicName(topic), partitions=tuple(map(i32, partitions))),
+        ),
+    )
+
+
+def add_offsets_to_txn_request(
+    transactional_id: str, producer_id: int, epoch: int, group: str
+) -> AddOffsetsToTxnRequest:
+    return AddOffsetsToTxnRequest(
+        transactional_id=TransactionalId(transactional_id),
+        producer_id=ProducerId(producer_id),
+        producer_epoch=i16(epoch),
+        group_id=GroupId(group),
+    )
+
+
+def end_txn_request(
+    transactional_id: str, producer_id: int, epoch: int, *, commit: bool
+) -> EndTxnRequest:
+    return EndTxnRequest(
+        transactional_id=TransactionalId(transactional_id),
+        producer_id=ProducerId(producer_id),
+        producer_epoch=i16(epoch),
+        committed=commit,
+    )
+
+
+def txn_offset_commit_request(
+    transactional_id: str,
+    group: str,
+    producer_id: int,
+    epoch: int,
+    *,
+    topic: str,
+    partition: int,
+    offset: int,
+) -> TxnOffsetCommitRequest:
+    """Outside group management (generation -1, no member), as a producer with a group id."""
+    committed = TxnOffsetCommitRequestPartition(
+        partition_index=i32(partition),
+        committed_offset=i64(offset),
+        committed_leader_epoch=i32(-1),
+        committed_metadata="",
+    )
+    return TxnOffsetCommitRequest(
+        transactional_id=TransactionalId(transactional_id),
+        group_id=GroupId(group),
+        producer_id=ProducerId(producer_id),
+        producer_epoch=i16(epoch),
+        group_instance_id=None,
+        topics=(TxnOffsetCommitRequestTopic(name=TopicName(topic), partitions=(committed,)),),
+    )
+
+
+def list_offsets_request(
+    topic: str, partition: int, isolation_level: int, timestamp: int = LATEST
+) -> ListOffsetsRequest:
+    wanted = ListOffsetsPartition(
+        partition_index=i32(partition), current_leader_epoch=i32(-1), timestamp=i64(timestamp)
+    )
+    return ListOffsetsRequest(
+        replica_id=BrokerId(-1),
+        isolation_level=i8(isolation_level),
+        topics=(ListOffsetsTopic(name=TopicName(topic), partitions=(wanted,)),),
+    )
+
+
+def describe_transactions_request(*transactional_ids: str) -> DescribeTransactionsRequest:
+    return DescribeTransactionsRequest(
+        transactional_ids=tuple(map(TransactionalId, transactional_ids))
     )

@@ -21,6 +21,7 @@ from eoslab.probe.group_runner import GroupFlowRun, run_group_flow
 from eoslab.probe.requests import delete_records_request
 from eoslab.probe.runner import FlowRun, ProbeTarget, StateRemover, run_flow
 from eoslab.probe.transcript import NONE, Exchange
+from eoslab.probe.txn_flows import TxnFlow
 from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.rundir import LAB_TARGETS, REPLICATION
 from eoslab.runtime.topology import LabConfig
@@ -75,7 +76,7 @@ def lab_target(name: str, config: LabConfig) -> ProbeTarget:
     raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(LAB_TARGETS)}")
 
 
-def fresh_topic(flow: Flow | GroupFlow, target: ProbeTarget, partitions: int = 1) -> str:
+def fresh_topic(flow: Flow | GroupFlow | TxnFlow, target: ProbeTarget, partitions: int = 1) -> str:
     """A new topic for one flow run (RF 3 on Kafka, 1 on the reference broker)."""
     topic = f"probe-{flow.name}-{target.name}-{secrets.token_hex(3)}"
     create_topic(target.bootstrap, topic, partitions, REPLICATION[target.name])

@@ -80,6 +80,10 @@ class BatchHeader:
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_FLAG)
 
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
 
 def crc_is_valid(batch: bytes | memoryview, header: BatchHeader) -> bool:
     return crc32c(batch[CRC_COVERED_FROM : header.size]) == header.crc

@@ -1,4 +1,5 @@
-"""The broker's state behind the protocol server: storage, producer ids, groups, faults, counters.
+"""The broker's state behind the protocol server: storage, producer ids, groups, transactions,
+faults, counters.
 
 Everything here runs on the asyncio loop thread, so one request's storage calls never
 interleave with another's: the loop order is the per-partition order.
@@ -9,17 +10,25 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from collections.abc import Iterable
 
+from kio.schema.errors import ErrorCode
+
+from eoslab.clock import now_ms
 from eoslab.control.fault_log import FaultLog
-from eoslab.refbroker.committed_offsets import CommittedOffsetStore
 from eoslab.refbroker.config import AUTO_CREATE_PARTITIONS, BrokerConfig
+from eoslab.refbroker.control_batch import EndTxnMarker
 from eoslab.refbroker.counters import BrokerCounters
 from eoslab.refbroker.faults import RequestFaults
-from eoslab.refbroker.group_coordinator import GroupCoordinator, UnavailableCoordinator
-from eoslab.refbroker.log_manager import LogManager
+from eoslab.refbroker.groups.committed_offsets import CommittedOffsetStore
+from eoslab.refbroker.groups.group_coordinator import GroupCoordinator, UnavailableCoordinator
+from eoslab.refbroker.internal_topics import GROUP_METADATA_TOPIC
+from eoslab.refbroker.log_manager import LogManager, UnknownTopicOrPartitionError
 from eoslab.refbroker.pid_blocks import ProducerIdManager, producer_id_manager
 from eoslab.refbroker.producer_state import Rules
 from eoslab.refbroker.topic_names import topic_name_error
+from eoslab.refbroker.transactions.transaction_coordinator import TransactionCoordinator
+from eoslab.refbroker.transactions.transaction_state_manager import TransactionStateManager
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +52,8 @@ class AppendSignal:
 
 
 class ReferenceBroker:
-    """Owns the LogManager, the ProducerIdManager and the GroupCoordinator, and can lose them
-    like a crashed process."""
+    """Owns the LogManager, the ProducerIdManager, the GroupCoordinator and the
+    TransactionCoordinator, and can lose them like a crashed process."""
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -55,6 +64,7 @@ class ReferenceBroker:
         self.unavailable_coordinator = UnavailableCoordinator()
         self.storage, self.producer_ids = self._open()
         self.groups = self._open_groups()
+        self.transactions = self._open_transactions()
 
     def _open(self) -> tuple[LogManager, ProducerIdManager]:
         self.config.log_dir.mkdir(parents=True, exist_ok=True)
@@ -75,6 +85,44 @@ class ReferenceBroker:
             events=self.counters.group_events,
         )
 
+    def _open_transactions(self) -> TransactionCoordinator:
+        """The coordinator with the transaction state recovered from disk; transactions that
+        were ending get their markers again."""
+        state = TransactionStateManager(
+            self.config.transaction_dir, sync=self.config.fsync == "every-batch"
+        )
+        coordinator = TransactionCoordinator(
+            state, self.producer_ids, self, self.config.transaction_config()
+        )
+        coordinator.abort_timed_out_transactions()
+        return coordinator
+
+    def write_txn_markers(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        marker: EndTxnMarker,
+        partitions: Iterable[tuple[str, int]],
+    ) -> bool:
+        """The transaction coordinator's WriteTxnMarkers: the marker into each partition (a
+        group's offsets partition: the group coordinator ends the producer's pending offsets)."""
+        written = True
+        for topic, partition in partitions:
+            if topic == GROUP_METADATA_TOPIC:
+                written &= self.groups.complete_transaction(producer_id, partition, marker.commit)
+                continue
+            try:
+                plog = self.storage.partition(topic, partition)
+            except UnknownTopicOrPartitionError:
+                log.warning("no marker for %s-%d: the partition is gone", topic, partition)
+                continue
+            result = plog.append_end_txn_marker(producer_id, producer_epoch, marker, now_ms())
+            if result.error is not ErrorCode.none:
+                log.warning("marker for %s-%d: %s", topic, partition, result.error_message)
+                written &= result.error is not ErrorCode.kafka_storage_error
+        self.appends.notify()
+        return written
+
     def crash_restart(self) -> None:
         """Forget everything in memory and recover from disk, without a clean close.
 
@@ -83,11 +131,13 @@ class ReferenceBroker:
         """
         self.producer_ids.close()  # a dead process's ZooKeeper session ends too
         self.groups.shutdown()  # its timers die with the process
-        del self.storage, self.producer_ids, self.groups
+        self.transactions.shutdown()
+        del self.storage, self.producer_ids, self.groups, self.transactions
         gc.collect()  # closes the abandoned file handles before the log is reopened
         self.storage, self.producer_ids = self._open()
         self.groups = self._open_groups()
-        log.warning("crash-restart: storage and groups recovered from disk")
+        self.transactions = self._open_transactions()
+        log.warning("crash-restart: storage, groups and transactions recovered from disk")
 
     def maybe_auto_create(self, topic: str) -> bool:
         """Create an unknown, legal topic when --auto-create-topics is on (Kafka's option)."""
@@ -120,4 +170,6 @@ class ReferenceBroker:
         self.producer_ids.close()
         self.groups.shutdown()
         self.groups.store.close()
+        self.transactions.shutdown()
+        self.transactions.state.close()
         self.fault_log.close()

@@ -19,6 +19,10 @@ from eoslab.refbroker.producer_state import (
     Rules,
 )
 from eoslab.refbroker.server import KafkaProtocolServer
+from eoslab.refbroker.transactions.transaction_coordinator import (
+    DEFAULT_ABORT_INTERVAL_MS,
+    DEFAULT_MAX_TIMEOUT_MS,
+)
 from eoslab.settings import BasePort, HostPort
 
 app = typer.Typer(help="The reference broker: Kafka's idempotent-producer rules, in Python.")
@@ -99,6 +103,13 @@ def serve(
     group_max_session_timeout_ms: Annotated[
         int, typer.Option(min=1, help="group.max.session.timeout.ms")
     ] = 1_800_000,
+    transaction_max_timeout_ms: Annotated[
+        int, typer.Option(min=1, help="transaction.max.timeout.ms")
+    ] = DEFAULT_MAX_TIMEOUT_MS,
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: Annotated[
+        int,
+        typer.Option(min=1, help="transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+    ] = DEFAULT_ABORT_INTERVAL_MS,
     fault_log: Annotated[
         Path | None, typer.Option(help="Fault log, JSON lines (default: DATA_DIR/faults.jsonl).")
     ] = None,
@@ -127,6 +138,10 @@ def serve(
         group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
         group_min_session_timeout_ms=group_min_session_timeout_ms,
         group_max_session_timeout_ms=group_max_session_timeout_ms,
+        transaction_max_timeout_ms=transaction_max_timeout_ms,
+        transaction_abort_timed_out_transaction_cleanup_interval_ms=(
+            transaction_abort_timed_out_transaction_cleanup_interval_ms
+        ),
     )
     logging.basicConfig(
         filename=log_file,

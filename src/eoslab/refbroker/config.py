@@ -6,12 +6,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from eoslab.refbroker.group_coordinator import GroupConfig
+from eoslab.refbroker.groups.group_coordinator import GroupConfig
 from eoslab.refbroker.log_manager import StorageConfig
 from eoslab.refbroker.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     DEFAULT_RETAINED_BATCHES,
     Rules,
+)
+from eoslab.refbroker.transactions.transaction_coordinator import (
+    DEFAULT_ABORT_INTERVAL_MS,
+    DEFAULT_MAX_TIMEOUT_MS,
+    TransactionConfig,
 )
 from eoslab.settings import HostPort
 
@@ -41,6 +46,8 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = GroupConfig.initial_rebalance_delay_ms
     group_min_session_timeout_ms: int = GroupConfig.min_session_timeout_ms
     group_max_session_timeout_ms: int = GroupConfig.max_session_timeout_ms
+    transaction_max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = DEFAULT_ABORT_INTERVAL_MS
 
     @property
     def log_dir(self) -> Path:
@@ -55,6 +62,19 @@ class BrokerConfig:
     def group_dir(self) -> Path:
         """Committed offsets and group metadata (the broker's __consumer_offsets)."""
         return self.data_dir / "groups"
+
+    @property
+    def transaction_dir(self) -> Path:
+        """Transaction state (the broker's __transaction_state)."""
+        return self.data_dir / "transactions"
+
+    def transaction_config(self) -> TransactionConfig:
+        return TransactionConfig(
+            max_timeout_ms=self.transaction_max_timeout_ms,
+            abort_timed_out_transaction_cleanup_interval_ms=(
+                self.transaction_abort_timed_out_transaction_cleanup_interval_ms
+            ),
+        )
 
     def group_config(self) -> GroupConfig:
         return GroupConfig(

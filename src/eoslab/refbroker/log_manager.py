@@ -1,12 +1,20 @@
-"""All partitions of the reference broker under one data directory (Kafka's LogManager)."""
+"""All partitions of the reference broker under one data directory (Kafka's LogManager).
+
+Each topic has a topic id (KIP-516), a random UUID given at creation and kept in every partition
+directory's `partition.metadata` (Kafka's file of that name), so Metadata answers it as Kafka
+3.9 does; a partition directory without one (made before topic ids) gets its topic's id, or a
+new one, when it is opened.
+"""
 
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from eoslab.refbroker.durable_files import write_atomically
 from eoslab.refbroker.partition_log import (
     AppendResult,
     OffsetOutOfRangeError,
@@ -34,6 +42,8 @@ __all__ = [
     "UnknownTopicOrPartitionError",
 ]
 
+PARTITION_METADATA = "partition.metadata"
+TOPIC_ID_LINE = re.compile(r"^topic_id: (?P<id>[0-9a-f-]{36})$", re.MULTILINE)
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 PARTITION_DIR = re.compile(r"(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)")
 
@@ -69,10 +79,19 @@ class LogManager:
         self._retained_batches = config.retained_batches
         config.data_dir.mkdir(parents=True, exist_ok=True)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._topic_ids: dict[str, uuid.UUID] = {}
         for directory in sorted(config.data_dir.iterdir()):
             match = PARTITION_DIR.fullmatch(directory.name)
             if directory.is_dir() and match:
                 self._open(match["topic"], int(match["partition"]))
+        for (topic, _), log in sorted(self._logs.items()):
+            stored = _read_topic_id(log.directory)
+            if stored is not None:
+                self._topic_ids.setdefault(topic, stored)
+        for (topic, _), log in self._logs.items():
+            topic_id = self._topic_ids.setdefault(topic, uuid.uuid4())
+            if _read_topic_id(log.directory) != topic_id:
+                _write_topic_id(log.directory, topic_id)
 
     @property
     def rules(self) -> Rules:
@@ -107,8 +126,9 @@ class LogManager:
             raise InvalidTopicError(f"a topic needs at least one partition, got {partitions}")
         if name in self.topics():
             raise TopicExistsError(name)
+        topic_id = self._topic_ids[name] = uuid.uuid4()
         for partition in range(partitions):
-            self._open(name, partition)
+            _write_topic_id(self._open(name, partition).directory, topic_id)
 
     def delete_topic(self, name: str) -> None:
         doomed = [key for key in self._logs if key[0] == name]
@@ -116,12 +136,19 @@ class LogManager:
             raise UnknownTopicOrPartitionError(name)
         for key in doomed:
             self._logs.pop(key).delete()
+        del self._topic_ids[name]
 
     def topics(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for topic, _ in self._logs:
             counts[topic] = counts.get(topic, 0) + 1
         return counts
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        try:
+            return self._topic_ids[topic]
+        except KeyError:
+            raise UnknownTopicOrPartitionError(topic) from None
 
     def partition(self, topic: str, partition: int) -> PartitionLog:
         try:
@@ -151,3 +178,15 @@ class LogManager:
         for log in self._logs.values():
             log.close()
         self._logs.clear()
+
+
+def _read_topic_id(directory: Path) -> uuid.UUID | None:
+    try:
+        found = TOPIC_ID_LINE.search((directory / PARTITION_METADATA).read_text())
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None if found is None else uuid.UUID(found["id"])
+
+
+def _write_topic_id(directory: Path, topic_id: uuid.UUID) -> None:
+    write_atomically(directory / PARTITION_METADATA, f"version: 0\ntopic_id: {topic_id}\n".encode())

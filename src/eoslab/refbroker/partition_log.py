@@ -2,13 +2,20 @@
 
 Directory `<data_dir>/<topic>-<partition>/` holds `<base>.log/.index/.timeindex` segments,
 `<offset>.snapshot` producer-state snapshots (taken on roll, on close and after DeleteRecords),
-and `log-start-offset` (Kafka's log-start-offset-checkpoint, one partition per file).
+`log-start-offset` (Kafka's log-start-offset-checkpoint, one partition per file) and the
+aborted transactions (txn_index.py).
+
+Transactions: the last stable offset (LSO) is the first offset of the oldest open transaction,
+or the log end offset when none is open (there is no replication: the high watermark is the log
+end offset). A read_committed fetch reads below the LSO only; the transaction coordinator ends a
+transaction by appending a marker (control_batch.py) to each of its partitions.
 """
 
 from __future__ import annotations
 
 import bisect
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
@@ -18,20 +25,30 @@ from kio.schema.errors import ErrorCode
 from eoslab.clock import now_ms
 from eoslab.refbroker import snapshot
 from eoslab.refbroker.batch_header import (
+    BatchHeader,
     InvalidRecordsError,
     validate_produce_records,
     with_base_offset,
 )
+from eoslab.refbroker.control_batch import (
+    EndTxnMarker,
+    end_txn_marker_batch,
+    read_end_txn_marker,
+)
 from eoslab.refbroker.durable_files import fsync_dir, write_atomically
 from eoslab.refbroker.producer_state import (
+    CompletedTxn,
     ProducerAppendInfo,
     ProducerStateError,
     ProducerStateManager,
 )
 from eoslab.refbroker.segment import LogSegment, segment_base_offsets
+from eoslab.refbroker.txn_index import AbortedTxn, TransactionIndex
 
 LOG_START_OFFSET_FILE = "log-start-offset"
 SNAPSHOTS_KEPT = 2
+LEADER_EPOCH = 0
+"""A single replica never changes leader: every partition stays in its first epoch."""
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -97,16 +114,34 @@ class PartitionLog:
     def log_end_offset(self) -> int:
         return self._segments[-1].next_offset
 
+    @property
+    def last_stable_offset(self) -> int:
+        first_unstable = self.producers.first_unstable_offset()
+        return self.log_end_offset if first_unstable is None else first_unstable
+
     # ---------------------------------------------------------------- append
 
-    def append(self, records: bytes, now_ms: int) -> AppendResult:
-        """Validate and append the `records` of one partition of a Produce request."""
+    def append(
+        self, records: bytes, now_ms: int, verify: Callable[[BatchHeader], None] | None = None
+    ) -> AppendResult:
+        """Validate and append the `records` of one partition of a Produce request. `verify`
+        (a transactional Produce) checks with the transaction coordinator a transactional batch
+        of a producer that has no transaction open here yet; it raises ProducerStateError."""
         try:
             header = validate_produce_records(records, self._max_batch_bytes)
         except InvalidRecordsError as refused:
             return self._refused(refused.error, str(refused))
         info = None
         if header.has_producer_id:
+            if (
+                verify is not None
+                and header.is_transactional
+                and not self.producers.has_ongoing_txn(header.producer_id)
+            ):
+                try:
+                    verify(header)
+                except ProducerStateError as refused:
+                    return self._refused(refused.error, str(refused))
             self.producers.remove_expired(now_ms, producer_id=header.producer_id)
             duplicate = self.producers.find_duplicate_batch(header)
             if duplicate is not None:
@@ -127,6 +162,47 @@ class PartitionLog:
         if info is not None:
             self.producers.update(info, base_offset)
         return AppendResult(ErrorCode.none, base_offset, self._log_start_offset)
+
+    def append_end_txn_marker(
+        self, producer_id: int, producer_epoch: int, marker: EndTxnMarker, now_ms: int
+    ) -> AppendResult:
+        """Append a transaction marker (the coordinator's WriteTxnMarkers) and close the
+        producer's transaction here; an ABORT of a transaction that wrote here is indexed."""
+        try:
+            self.producers.check_end_txn_marker(
+                producer_id, producer_epoch, marker.coordinator_epoch
+            )
+        except ProducerStateError as refused:
+            return self._refused(refused.error, str(refused))
+        base_offset = self.log_end_offset
+        batch = end_txn_marker_batch(producer_id, producer_epoch, marker, now_ms, LEADER_EPOCH)
+        header = replace(BatchHeader.parse(batch), base_offset=base_offset)
+        try:
+            self._segment_for(header.size).append(with_base_offset(batch, base_offset), header)
+            self._complete_txn(header, marker)
+        except OSError as exc:
+            return self._refused(ErrorCode.kafka_storage_error, f"marker append failed: {exc}")
+        return AppendResult(ErrorCode.none, base_offset, self._log_start_offset)
+
+    def _complete_txn(self, header: BatchHeader, marker: EndTxnMarker) -> None:
+        completed = self.producers.complete_txn(
+            header.producer_id,
+            header.producer_epoch,
+            marker.coordinator_epoch,
+            offset=header.base_offset,
+            timestamp=header.max_timestamp,
+            aborted=not marker.commit,
+        )
+        if completed is not None and completed.is_aborted:
+            self._txn_index.append(self._aborted(completed))
+
+    def _aborted(self, completed: CompletedTxn) -> AbortedTxn:
+        return AbortedTxn(
+            completed.producer_id,
+            completed.first_offset,
+            completed.last_offset,
+            min(self.last_stable_offset, completed.last_offset + 1),
+        )
 
     def _refused(self, error: ErrorCode, message: str) -> AppendResult:
         return AppendResult(error, log_start_offset=self._log_start_offset, error_message=message)
@@ -149,21 +225,42 @@ class PartitionLog:
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one containing `offset`; at least one batch unless at the end."""
         self._check_in_range(offset)
+        return self._read(offset, max_bytes, self.log_end_offset)[0]
+
+    def read_committed(self, offset: int, max_bytes: int) -> tuple[bytes, list[AbortedTxn]]:
+        """A read_committed fetch: whole batches below the LSO, and the aborted transactions
+        of the range read (Kafka's: up to the first offset index entry past the bytes read, or
+        the end of that segment; nothing when nothing is read)."""
+        self._check_in_range(offset)
+        data, upper_bound = self._read(offset, max_bytes, self.last_stable_offset)
+        return data, self._txn_index.collect(offset, upper_bound) if data else []
+
+    def _read(self, offset: int, max_bytes: int, limit: int) -> tuple[bytes, int]:
+        """(batches from `offset`, none starting at or past `limit`; the fetch upper bound:
+        Kafka's, from the segment the read starts in, and at least past the last batch read,
+        since a read here may go on into the next segment where Kafka's stops)."""
         chunks: list[bytes] = []
-        total = 0
-        for segment in self._segments[self._segment_index(offset) :]:
+        total = read_end = 0
+        first = self._segment_index(offset)
+        for segment in self._segments[first:]:
             start = segment.position_of(offset)
             end = start
             for position, header in segment.batches(start):
-                if total and total + header.size > max_bytes:
+                if header.base_offset >= limit or (total and total + header.size > max_bytes):
                     break
                 end = position + header.size
                 total += header.size
+                read_end = header.last_offset + 1
             if end > start:
                 chunks.append(segment.read_bytes(start, end - start))
             if end < segment.size:
                 break
-        return b"".join(chunks)
+        segment = self._segments[first]
+        upper = segment.fetch_upper_bound_offset(segment.position_of(offset), total)
+        if upper is None:
+            following = self._segments[first + 1 : first + 2]
+            upper = following[0].base_offset if following else self.log_end_offset
+        return b"".join(chunks), max(upper, read_end)
 
     def _check_in_range(self, offset: int) -> None:
         if not self._log_start_offset <= offset <= self.log_end_offset:
@@ -178,14 +275,19 @@ class PartitionLog:
 
     # ---------------------------------------------------------------- list offsets
 
-    def list_offset(self, timestamp: int) -> tuple[int, int]:
-        """ListOffsets at batch granularity: a batch's max timestamp stands for its records."""
+    def list_offset(self, timestamp: int, read_committed: bool = False) -> tuple[int, int]:
+        """ListOffsets at batch granularity: a batch's max timestamp stands for its records.
+        Under read_committed the latest offset is the LSO, and a lookup finds nothing at or
+        past it (Partition.fetchOffsetForTimestamp's lastFetchableOffset)."""
+        fetchable = self.last_stable_offset if read_committed else self.log_end_offset
         if timestamp == EARLIEST_TIMESTAMP:
             return self._log_start_offset, -1
         if timestamp == LATEST_TIMESTAMP:
-            return self.log_end_offset, -1
-        if timestamp == MAX_TIMESTAMP:
-            return self._max_timestamp_offset()
+            return fetchable, -1
+        found = self._max_timestamp_offset() if timestamp == MAX_TIMESTAMP else self._at(timestamp)
+        return found if found[0] < fetchable else (-1, -1)
+
+    def _at(self, timestamp: int) -> tuple[int, int]:
         if timestamp < 0:
             return -1, -1
         for segment in self._segments:
@@ -241,6 +343,7 @@ class PartitionLog:
                 last_sequence=entry.last_seq,
                 last_timestamp=entry.last_timestamp,
                 coordinator_epoch=entry.coordinator_epoch,
+                current_txn_start_offset=entry.current_txn_first_offset,
             )
             for entry in self.producers.active_producers()
         ]
@@ -281,6 +384,9 @@ class PartitionLog:
         self._log_start_offset = max(
             min(self._log_start_offset, self.log_end_offset), self._segments[0].base_offset
         )
+        self._txn_index = TransactionIndex(
+            self.directory, sync=self._sync_every_batch, log_end_offset=self.log_end_offset
+        )
         self._rebuild_producer_state()
         return truncated
 
@@ -304,6 +410,12 @@ class PartitionLog:
         for segment in self._segments:
             if segment.next_offset <= start:
                 continue
-            for _, header in segment.batches(segment.position_of(start)):
-                if header.has_producer_id and header.base_offset >= start:
+            for position, header in segment.batches(segment.position_of(start)):
+                if not header.has_producer_id or header.base_offset < start:
+                    continue
+                if not header.is_control:
                     self.producers.update(ProducerAppendInfo.of(header), header.base_offset)
+                elif marker := read_end_txn_marker(
+                    segment.read_bytes(position, header.size), header
+                ):
+                    self._complete_txn(header, marker)

@@ -35,11 +35,26 @@ How Kafka 2.0 differs (`kafka-2.0`, core/.../log/ProducerStateManager.scala and 
     - 2.0 expires producer ids after transactional.id.expiration.ms (7 days by default), 3.9
       after producer.id.expiration.ms (1 day, KIP-854): same test, now - lastTimestamp >=
       expiration; here both use StorageConfig.producer_id_expiration_ms;
-    - 3.9's transaction verification (KIP-890) only concerns transactional batches, which the
-      reference broker does not implement.
+    - 3.9's transaction verification (KIP-890 part 1) asks the transaction coordinator; the
+      Produce handler does it (refbroker/transactions), not these rules.
+
+Transactional batches (KIP-98, ProducerAppendInfo and ProducerStateManager of 3.9)
+    - the first transactional batch of a producer opens its transaction in this partition
+      (ProducerStateEntry.currentTxnFirstOffset): the partition's last stable offset (LSO) cannot
+      pass that offset until the transaction's marker is written;
+    - a non-transactional batch while the producer's transaction is open: INVALID_TXN_STATE;
+    - a marker (appendEndTxnMarker) with an epoch lower than the producer's: INVALID_PRODUCER_EPOCH,
+      with a lower coordinator epoch: TRANSACTION_COORDINATOR_FENCED; otherwise it closes the open
+      transaction (a CompletedTxn, which the log turns into an aborted-transaction entry on ABORT;
+      an empty transaction completes nothing), takes the marker's epoch (a bumped epoch after a
+      fence or a timeout clears the cached batches) and its coordinator epoch;
+    - a producer with an open transaction never expires (isProducerExpired); kafka-2.0 applies
+      the same transactional rules. The `expire-producers` fault removes it anyway, and its
+      open transaction with it (its records then count as stable).
 
 `legacy` applies no check at all (negative controls): every batch is appended, no duplicate is
-detected; the state is still tracked so DescribeProducers shows it.
+detected; the state is still tracked, open transactions included, so DescribeProducers, the LSO
+and read_committed fetches still see it.
 
 Kafka checks expiry every 10 minutes (producer.id.expiration.check.interval.ms); the reference
 broker additionally checks the appending producer at every append, so short expiry times used by
@@ -59,6 +74,7 @@ from eoslab.refbroker.batch_header import MAX_SEQUENCE, NO_SEQUENCE, BatchHeader
 
 NO_PRODUCER_EPOCH = -1
 NO_TIMESTAMP = -1
+NO_OFFSET = -1
 DEFAULT_RETAINED_BATCHES = 5  # ProducerStateEntry.NumBatchesToRetain
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 
@@ -97,6 +113,8 @@ class ProducerStateEntry:
     batch_metadata: deque[BatchMetadata] = field(default_factory=deque)
     last_timestamp: int = NO_TIMESTAMP
     coordinator_epoch: int = -1
+    current_txn_first_offset: int = NO_OFFSET
+    """The first offset of the producer's open transaction in this partition, or -1."""
 
     @property
     def last_seq(self) -> int:
@@ -116,10 +134,13 @@ class ProducerStateEntry:
                 return batch
         return None
 
-    def add_batch(self, epoch: int, batch: BatchMetadata, retained: int) -> None:
+    def maybe_update_producer_epoch(self, epoch: int) -> None:
         if epoch != self.producer_epoch:
             self.batch_metadata.clear()
             self.producer_epoch = epoch
+
+    def add_batch(self, epoch: int, batch: BatchMetadata, retained: int) -> None:
+        self.maybe_update_producer_epoch(epoch)
         self.batch_metadata.append(batch)
         self.retain_last(retained)
         self.last_timestamp = batch.timestamp
@@ -143,6 +164,15 @@ def check_producer_epoch(entry: ProducerStateEntry, epoch: int) -> None:
         raise ProducerStateError(
             ErrorCode.invalid_producer_epoch,
             f"epoch {epoch} of producer {entry.producer_id} is older than {entry.producer_epoch}",
+        )
+
+
+def check_transactional(entry: ProducerStateEntry, is_transactional: bool) -> None:
+    if not is_transactional and entry.current_txn_first_offset != NO_OFFSET:
+        raise ProducerStateError(
+            ErrorCode.invalid_txn_state,
+            f"expected a transactional write from producer {entry.producer_id}: its transaction "
+            f"is open since offset {entry.current_txn_first_offset}",
         )
 
 
@@ -182,6 +212,7 @@ class ProducerAppendInfo:
     last_seq: int
     last_offset_delta: int
     max_timestamp: int
+    is_transactional: bool = False
 
     @classmethod
     def of(cls, batch: BatchHeader) -> ProducerAppendInfo:
@@ -192,7 +223,19 @@ class ProducerAppendInfo:
             last_seq=batch.last_sequence,
             last_offset_delta=batch.last_offset_delta,
             max_timestamp=batch.max_timestamp,
+            is_transactional=batch.is_transactional,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker closed in this partition: [first_offset, last_offset (the
+    marker's)]."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
 
 
 class ProducerStateManager:
@@ -208,6 +251,8 @@ class ProducerStateManager:
         self.retained_batches = retained_batches
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
+        self._ongoing: dict[int, int] = {}
+        """First offset -> producer id of every open transaction (ongoingTxns)."""
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.get(producer_id)
@@ -230,6 +275,7 @@ class ProducerStateManager:
             entry = self._producers.get(batch.producer_id) or ProducerStateEntry(batch.producer_id)
             check_producer_epoch(entry, batch.producer_epoch)
             check_sequence(self.rules, entry, batch.producer_epoch, batch.base_sequence)
+            check_transactional(entry, batch.is_transactional)
         return ProducerAppendInfo.of(batch)
 
     def update(self, info: ProducerAppendInfo, base_offset: int) -> None:
@@ -247,9 +293,66 @@ class ProducerStateManager:
         )
         entry = self._producers.setdefault(info.producer_id, ProducerStateEntry(info.producer_id))
         entry.add_batch(info.producer_epoch, metadata, self.retained_batches)
+        if info.is_transactional and entry.current_txn_first_offset == NO_OFFSET:
+            entry.current_txn_first_offset = base_offset
+            self._ongoing[base_offset] = info.producer_id
+
+    # ---------------------------------------------------------------- transactions
+
+    def check_end_txn_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """appendEndTxnMarker's checks; raises ProducerStateError when the marker is refused."""
+        entry = self._producers.get(producer_id)
+        if self.rules is Rules.LEGACY or entry is None:
+            return
+        check_producer_epoch(entry, epoch)
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise ProducerStateError(
+                ErrorCode.transaction_coordinator_fenced,
+                f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch} "
+                f"< {entry.coordinator_epoch}",
+            )
+
+    def complete_txn(
+        self,
+        producer_id: int,
+        epoch: int,
+        coordinator_epoch: int,
+        *,
+        offset: int,
+        timestamp: int,
+        aborted: bool,
+    ) -> CompletedTxn | None:
+        """Record an appended marker at `offset` that ends the producer's transaction; returns
+        the transaction it closed, if the producer had written here."""
+        entry = self._producers.setdefault(producer_id, ProducerStateEntry(producer_id))
+        first = entry.current_txn_first_offset
+        entry.maybe_update_producer_epoch(epoch)
+        entry.current_txn_first_offset = NO_OFFSET
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = timestamp
+        if first == NO_OFFSET:
+            return None
+        self._ongoing.pop(first, None)
+        return CompletedTxn(producer_id, first, offset, aborted)
+
+    def has_ongoing_txn(self, producer_id: int) -> bool:
+        entry = self._producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset != NO_OFFSET
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction, if any."""
+        return min(self._ongoing, default=None)
+
+    def _forget(self, producer_id: int) -> None:
+        entry = self._producers.pop(producer_id)
+        self._ongoing.pop(entry.current_txn_first_offset, None)
 
     def is_expired(self, entry: ProducerStateEntry, now_ms: int) -> bool:
-        return now_ms - entry.last_timestamp >= self.producer_id_expiration_ms
+        """isProducerExpired: idle long enough, and no transaction open."""
+        return (
+            entry.current_txn_first_offset == NO_OFFSET
+            and now_ms - entry.last_timestamp >= self.producer_id_expiration_ms
+        )
 
     def remove_expired(
         self, now_ms: int, producer_id: int | None = None, force: bool = False
@@ -263,7 +366,7 @@ class ProducerStateManager:
             pid for pid in candidates if force or self.is_expired(self._producers[pid], now_ms)
         ]
         for pid in expired:
-            del self._producers[pid]
+            self._forget(pid)
         return len(expired)
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> int:
@@ -276,7 +379,7 @@ class ProducerStateManager:
             if entry.last_data_offset < log_start_offset
         ]
         for pid in gone:
-            del self._producers[pid]
+            self._forget(pid)
         return len(gone)
 
     def set_retained_batches(self, retained: int) -> None:
@@ -291,6 +394,7 @@ class ProducerStateManager:
         """Install snapshot entries (loadFromSnapshot): expired ones are skipped, and under 2.0
         also those whose last batch lies below the log start offset."""
         self._producers.clear()
+        self._ongoing.clear()
         for entry in entries:
             if self.is_expired(entry, now_ms):
                 continue
@@ -298,3 +402,5 @@ class ProducerStateManager:
                 continue
             entry.retain_last(self.retained_batches)
             self._producers[entry.producer_id] = entry
+            if entry.current_txn_first_offset != NO_OFFSET:
+                self._ongoing[entry.current_txn_first_offset] = entry.producer_id

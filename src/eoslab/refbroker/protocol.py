@@ -7,6 +7,7 @@ response from a single set of values.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import io
 import sys
 from functools import cache
@@ -79,3 +80,8 @@ def null_field(entity: Any) -> str | None:
                 if dataclasses.is_dataclass(item) and (found := null_field(item)) is not None:
                     return found
     return None
+
+
+def millis(value: datetime.timedelta) -> int:
+    """A kio duration field in milliseconds, as Kafka carries it."""
+    return int(value / datetime.timedelta(milliseconds=1))

@@ -133,6 +133,14 @@ class LogSegment:
                 return position
         return self.size
 
+    def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> int | None:
+        """LogSegment.fetchUpperBoundOffset: the offset of the first index entry at or past the
+        end of a read, if the index has one."""
+        slot = bisect.bisect_left([p for _, p in self._index], start_position + fetch_size)
+        if slot == len(self._index):
+            return None
+        return self.base_offset + self._index[slot][0]
+
     def first_position_with_timestamp(self, timestamp: int) -> int:
         """A position at or before the first batch whose max timestamp is >= `timestamp`."""
         slot = bisect.bisect_left([t for t, _ in self._time_index], timestamp) - 1

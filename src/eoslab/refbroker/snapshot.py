@@ -4,6 +4,9 @@ A snapshot at offset X holds the producer state after every batch below X; recov
 newest readable one and replays the log from X. The layout follows Kafka's (version int16,
 CRC-32C uint32 over the rest, then the entries) but keeps every retained batch of a producer,
 not only its last one, so that a retry of any of them after a restart is still deduplicated.
+Each entry carries the first offset of the producer's open transaction (-1 when none), as
+Kafka's does, so the partition's open transactions (and its last stable offset) come back.
+A snapshot of another version is unreadable: recovery then replays the log from its start.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from eoslab.refbroker.durable_files import write_atomically
 from eoslab.refbroker.producer_state import BatchMetadata, ProducerStateEntry
 
 SUFFIX = ".snapshot"
-VERSION = 1
+VERSION = 2
 PREFIX = struct.Struct(">hI")  # version, crc
 COUNT = struct.Struct(">i")
-ENTRY = struct.Struct(">qhiqi")  # producer id, epoch, coordinator epoch, last timestamp, batches
+ENTRY = struct.Struct(">qhiqqi")
+"""producer id, epoch, coordinator epoch, last timestamp, open transaction's first offset, batches"""
 BATCH = struct.Struct(">iiqiq")  # first seq, last seq, last offset, offset delta, timestamp
 
 
@@ -52,6 +56,7 @@ def encode(entries: Iterable[ProducerStateEntry]) -> bytes:
                 entry.producer_epoch,
                 entry.coordinator_epoch,
                 entry.last_timestamp,
+                entry.current_txn_first_offset,
                 len(entry.batch_metadata),
             )
         )
@@ -75,7 +80,7 @@ def decode(data: bytes) -> list[ProducerStateEntry]:
         position += COUNT.size
         entries = []
         for _ in range(count):
-            pid, epoch, coordinator_epoch, last_timestamp, batches = ENTRY.unpack_from(
+            pid, epoch, coordinator_epoch, last_timestamp, txn_first, batches = ENTRY.unpack_from(
                 data, position
             )
             position += ENTRY.size
@@ -84,7 +89,9 @@ def decode(data: bytes) -> list[ProducerStateEntry]:
                 metadata.append(BatchMetadata(*BATCH.unpack_from(data, position)))
                 position += BATCH.size
             entries.append(
-                ProducerStateEntry(pid, epoch, metadata, last_timestamp, coordinator_epoch)
+                ProducerStateEntry(
+                    pid, epoch, metadata, last_timestamp, coordinator_epoch, txn_first
+                )
             )
     except struct.error as exc:
         raise CorruptSnapshotError(f"truncated snapshot: {exc}") from exc

@@ -120,6 +120,7 @@ class LocalRuntime:
             f"--zookeeper={self.config.zookeeper_connect}",
             # as services/kafka/server.properties sets for the lab's Kafka brokers
             "--group-initial-rebalance-delay-ms=0",
+            "--transaction-abort-timed-out-transaction-cleanup-interval-ms=1000",
         ]
 
     def _java(self, service: Service, main: str, heap: str, conf: Path) -> list[str]:

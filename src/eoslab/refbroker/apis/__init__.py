@@ -5,12 +5,13 @@ from __future__ import annotations
 from eoslab.refbroker.apis.api_versions import ApiVersionsHandler
 from eoslab.refbroker.apis.base import ApiHandler, RequestContext
 from eoslab.refbroker.apis.fetch import FetchHandler
-from eoslab.refbroker.apis.groups import GROUP_HANDLERS
 from eoslab.refbroker.apis.metadata import DescribeClusterHandler, MetadataHandler
 from eoslab.refbroker.apis.offsets import DeleteRecordsHandler, ListOffsetsHandler
 from eoslab.refbroker.apis.produce import ProduceHandler
-from eoslab.refbroker.apis.producers import DescribeProducersHandler, InitProducerIdHandler
+from eoslab.refbroker.apis.producers import DescribeProducersHandler
 from eoslab.refbroker.apis.topics import CreateTopicsHandler, DeleteTopicsHandler
+from eoslab.refbroker.groups.handlers import GROUP_HANDLERS
+from eoslab.refbroker.transactions.handlers import TRANSACTION_HANDLERS
 
 
 def api_handlers() -> dict[int, ApiHandler]:
@@ -25,10 +26,9 @@ def api_handlers() -> dict[int, ApiHandler]:
             CreateTopicsHandler(),
             DeleteTopicsHandler(),
             DeleteRecordsHandler(),
-            InitProducerIdHandler(),
             DescribeClusterHandler(),
             DescribeProducersHandler(),
-            *(handler() for handler in GROUP_HANDLERS),
+            *(handler() for handler in (*GROUP_HANDLERS, *TRANSACTION_HANDLERS)),
         )
     }
     handlers[ApiVersionsHandler.api_key] = ApiVersionsHandler(handlers)

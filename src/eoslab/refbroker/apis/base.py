@@ -14,6 +14,8 @@ from eoslab.refbroker.broker import ReferenceBroker
 from eoslab.refbroker.protocol import build, nested
 
 NO_THROTTLE = datetime.timedelta(0)
+READ_COMMITTED = 1
+"""Fetch's and ListOffsets' isolation_level for transactional reads (0: read_uncommitted)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,13 @@ class ApiHandler(abc.ABC):
     @abc.abstractmethod
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
         """A response that refuses the whole request with `error`, applying nothing."""
+
+
+class ErrorCodeHandler(ApiHandler):
+    """An API whose response is a top-level error code (and the throttle time) only."""
+
+    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
+        return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error)
 
 
 PartitionAnswer = Callable[[str, Any], dict[str, Any]]

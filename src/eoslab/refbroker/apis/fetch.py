@@ -1,4 +1,8 @@
-"""Fetch v4+: raw batches from PartitionLog.read, with Kafka's byte limits and long poll."""
+"""Fetch v4+: raw batches from PartitionLog.read, with Kafka's byte limits and long poll.
+
+Every answer carries the partition's last stable offset; a read_committed fetch
+(isolation_level 1) reads below it only and gets the aborted transactions of what it read
+(an empty list when it read nothing), a read_uncommitted one gets null there, as from Kafka."""
 
 from __future__ import annotations
 
@@ -8,10 +12,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.apis.base import NO_THROTTLE, READ_COMMITTED, ApiHandler, RequestContext
 from eoslab.refbroker.log_manager import UnknownTopicOrPartitionError
 from eoslab.refbroker.partition_log import OffsetOutOfRangeError
 from eoslab.refbroker.protocol import build, has_field, nested
+from eoslab.refbroker.txn_index import AbortedTxn
 
 SESSIONLESS = 0
 """We never create fetch sessions (KIP-227); session id 0 tells clients to send full fetches."""
@@ -25,6 +30,8 @@ class PartitionFetch:
     high_watermark: int = -1
     log_start_offset: int = -1
     records: bytes = b""
+    last_stable_offset: int = -1
+    aborted: tuple[AbortedTxn, ...] | None = None
 
 
 class FetchHandler(ApiHandler):
@@ -62,6 +69,7 @@ class FetchHandler(ApiHandler):
         """Kafka's limits: the first non-empty partition may exceed max_bytes by one batch
         (KIP-74); after it, only whole batches within what is left of max_bytes."""
         storage = ctx.broker.storage
+        read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
         results: dict[tuple[str, int], PartitionFetch] = {}
         budget = request.max_bytes
         for topic in request.topics:
@@ -74,21 +82,27 @@ class FetchHandler(ApiHandler):
                     )
                     continue
                 high_watermark, log_start = plog.log_end_offset, plog.log_start_offset
+                stable = plog.last_stable_offset
                 limit = min(part.partition_max_bytes, budget)
                 first_data = budget == request.max_bytes
+                aborted: tuple[AbortedTxn, ...] | None = None
                 try:
                     # read even when the budget is spent: the offset must still be validated
-                    records = plog.read(part.fetch_offset, max(limit, 1))
+                    if read_committed:
+                        records, found = plog.read_committed(part.fetch_offset, max(limit, 1))
+                        aborted = tuple(found)
+                    else:
+                        records = plog.read(part.fetch_offset, max(limit, 1))
                 except OffsetOutOfRangeError:
                     results[topic.topic, part.partition] = PartitionFetch(
                         ErrorCode.offset_out_of_range, high_watermark, log_start
                     )
                     continue
                 if len(records) > limit and not first_data:
-                    records = b""
+                    records, aborted = b"", None if aborted is None else ()
                 budget -= len(records)
                 results[topic.topic, part.partition] = PartitionFetch(
-                    ErrorCode.none, high_watermark, log_start, records
+                    ErrorCode.none, high_watermark, log_start, records, stable, aborted
                 )
         return results
 
@@ -125,14 +139,20 @@ class FetchHandler(ApiHandler):
 
 
 def _partition_data(partition_type: type, index: int, result: PartitionFetch) -> object:
+    aborted_type = nested(partition_type, "AbortedTransaction")
     return build(
         partition_type,
         partition_index=index,
         error_code=result.error,
         high_watermark=result.high_watermark,
-        last_stable_offset=result.high_watermark,  # no transactions: LSO == high watermark
+        last_stable_offset=result.last_stable_offset,
         log_start_offset=result.log_start_offset,
-        aborted_transactions=(),
+        aborted_transactions=None
+        if result.aborted is None
+        else tuple(
+            build(aborted_type, producer_id=a.producer_id, first_offset=a.first_offset)
+            for a in result.aborted
+        ),
         preferred_read_replica=-1,
         records=result.records,
     )

@@ -8,12 +8,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.partition_log import LEADER_EPOCH
 from eoslab.refbroker.protocol import build, nested
 
-LEADER_EPOCH = 0
-"""A single replica never changes leader: every partition stays in its first epoch."""
 NO_TOPIC_ID = uuid.UUID(int=0)
-"""Topics have names only (like ZooKeeper-era Kafka); clients then use name-based APIs."""
+"""The id of a topic that is not known (or asked for by name only)."""
 
 
 class MetadataHandler(ApiHandler):
@@ -51,7 +50,9 @@ class MetadataHandler(ApiHandler):
                     topic_type,
                     error_code=error,
                     name=name,
-                    topic_id=topic_id or NO_TOPIC_ID,
+                    topic_id=broker.storage.topic_id(name)
+                    if error is ErrorCode.none and name is not None
+                    else topic_id or NO_TOPIC_ID,
                     is_internal=False,
                     partitions=tuple(_partition(ctx, index) for index in range(count)),
                 )

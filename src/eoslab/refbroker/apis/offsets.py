@@ -7,10 +7,14 @@ from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.apis.base import ApiHandler, RequestContext, topics_response
-from eoslab.refbroker.apis.metadata import LEADER_EPOCH
+from eoslab.refbroker.apis.base import (
+    READ_COMMITTED,
+    ApiHandler,
+    RequestContext,
+    topics_response,
+)
 from eoslab.refbroker.log_manager import UnknownTopicOrPartitionError
-from eoslab.refbroker.partition_log import OffsetOutOfRangeError, PartitionLog
+from eoslab.refbroker.partition_log import LEADER_EPOCH, OffsetOutOfRangeError, PartitionLog
 
 EARLIEST_TIMESTAMP = -2
 EARLIEST_LOCAL_TIMESTAMP = -4
@@ -41,12 +45,14 @@ class ListOffsetsHandler(ApiHandler):
     defaults: ClassVar[dict[str, Any]] = {"timestamp": -1, "offset": -1}
 
     async def handle(self, request: Any, ctx: RequestContext) -> object | None:
+        read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+
         def answer(topic: str, part: Any) -> dict[str, Any]:
             timestamp = part.timestamp
             wanted = EARLIEST_TIMESTAMP if timestamp == EARLIEST_LOCAL_TIMESTAMP else timestamp
 
             def lookup(plog: PartitionLog) -> dict[str, Any]:
-                offset, found_ts = plog.list_offset(wanted)
+                offset, found_ts = plog.list_offset(wanted, read_committed)
                 return {"offset": offset, "timestamp": found_ts, "leader_epoch": LEADER_EPOCH}
 
             return _per_partition(ctx, topic, part.partition_index, lookup)

@@ -1,18 +1,41 @@
-"""Produce: one RecordBatch v2 per partition, handed to PartitionLog.append."""
+"""Produce: one RecordBatch v2 per partition, handed to PartitionLog.append; the first
+transactional batch of a producer in a partition is verified with the transaction coordinator
+first (KIP-890 part 1, Kafka 3.9's transaction.partition.verification.enable=true), with
+ReplicaManager's error mapping: INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11) for a
+partition not in the transaction, INVALID_PRODUCER_EPOCH for a fenced epoch, NOT_ENOUGH_REPLICAS
+for the coordinator's retriable errors.
+
+Difference from Kafka: the batch is validated (CRC, offsets, sequences' sign) before the
+verification; Kafka verifies first and validates the batch as it appends it, so a corrupt
+transactional batch of an unverified producer gets the verification's error there and the
+validation's here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from eoslab.clock import now_ms
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.batch_header import BatchHeader
 from eoslab.refbroker.log_manager import UnknownTopicOrPartitionError
 from eoslab.refbroker.partition_log import AppendResult
+from eoslab.refbroker.producer_state import ProducerStateError
 from eoslab.refbroker.protocol import build, nested
 
 VALID_ACKS = (-1, 0, 1)
+UNVERIFIED = frozenset(
+    {
+        ErrorCode.concurrent_transactions,
+        ErrorCode.network_exception,
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.coordinator_not_available,
+        ErrorCode.not_coordinator,
+    }
+)
+"""Verification errors older clients may not retry: Kafka answers NOT_ENOUGH_REPLICAS instead."""
 
 
 class ProduceHandler(ApiHandler):
@@ -21,8 +44,15 @@ class ProduceHandler(ApiHandler):
     max_version = 11
 
     async def handle(self, request: Any, ctx: RequestContext) -> object | None:
+        transactional_id = getattr(request, "transactional_id", None)
         results = {
-            (topic.name, part.index): self._append(ctx, request.acks, topic.name, part)
+            (topic.name, part.index): self._append(
+                ctx,
+                request.acks,
+                topic.name,
+                part,
+                _verifier(ctx, transactional_id, topic.name, part.index),
+            )
             for topic in request.topic_data
             for part in topic.partition_data
         }
@@ -43,7 +73,13 @@ class ProduceHandler(ApiHandler):
         return self._response(ctx, request, results)
 
     @staticmethod
-    def _append(ctx: RequestContext, acks: int, topic: str, part: Any) -> AppendResult:
+    def _append(
+        ctx: RequestContext,
+        acks: int,
+        topic: str,
+        part: Any,
+        verify: Callable[[BatchHeader], None] | None,
+    ) -> AppendResult:
         broker = ctx.broker
         if acks not in VALID_ACKS:
             result = AppendResult(error=ErrorCode.invalid_required_acks)
@@ -56,7 +92,7 @@ class ProduceHandler(ApiHandler):
             except UnknownTopicOrPartitionError:
                 result = AppendResult(error=ErrorCode.unknown_topic_or_partition)
             else:
-                result = partition_log.append(bytes(part.records), now_ms())
+                result = partition_log.append(bytes(part.records), now_ms(), verify)
         broker.counters.count_append(result.error, result.duplicate)
         return result
 
@@ -91,3 +127,33 @@ class ProduceHandler(ApiHandler):
                 for topic in request.topic_data
             ),
         )
+
+
+def _verifier(
+    ctx: RequestContext, transactional_id: str | None, topic: str, partition: int
+) -> Callable[[BatchHeader], None] | None:
+    """ReplicaManager's verification for a transactional Produce, with its error mapping."""
+    if transactional_id is None:
+        return None
+
+    def verify(header: BatchHeader) -> None:
+        error = ctx.broker.transactions.handle_verify_partition(
+            transactional_id,
+            header.producer_id,
+            header.producer_epoch,
+            (topic, partition),
+            abortable=ctx.api_version >= 11,
+        )
+        if error is ErrorCode.none:
+            return
+        if error is ErrorCode.invalid_txn_state:
+            raise ProducerStateError(error, "Partition was not added to the transaction")
+        if error in UNVERIFIED:
+            raise ProducerStateError(
+                ErrorCode.not_enough_replicas,
+                "Unable to verify the partition has been added to the transaction. "
+                f"Underlying error: {error.name.upper()}",
+            )
+        raise ProducerStateError(error, f"transaction verification: {error.name.upper()}")
+
+    return verify

@@ -91,7 +91,7 @@ class CreateTopicsHandler(ApiHandler):
                 build(
                     result_type,
                     name=name,
-                    topic_id=NO_TOPIC_ID,
+                    topic_id=_created_id(ctx, name) if error is ErrorCode.none else NO_TOPIC_ID,
                     error_code=error,
                     error_message=message,
                     num_partitions=partitions if error is ErrorCode.none else -1,
@@ -144,6 +144,14 @@ class DeleteTopicsHandler(ApiHandler):
                 for name, topic_id, error in outcomes
             ),
         )
+
+
+def _created_id(ctx: RequestContext, name: str) -> uuid.UUID:
+    """The new topic's id; none for a validate-only request, which creates nothing."""
+    try:
+        return ctx.broker.storage.topic_id(name)
+    except UnknownTopicOrPartitionError:
+        return NO_TOPIC_ID
 
 
 def _requested_names(request: Any) -> list[tuple[str | None, uuid.UUID]]:

@@ -1,33 +1,38 @@
-"""The group APIs: FindCoordinator and the classic group protocol, as Kafka 3.9's KafkaApis
-hands them to its GroupCoordinator (the rules are in group_coordinator.py).
+"""The group APIs: FindCoordinator, the classic group protocol and TxnOffsetCommit, as Kafka
+3.9's KafkaApis hands them to its GroupCoordinator (the rules are in group_coordinator.py).
 
 Each handler turns a request of any version into the coordinator's terms and its answer back
 into the response of that version, with the conversions Kafka makes for old versions: JoinGroup
 v0 has no rebalance timeout (the session timeout stands in), JoinGroup v4+ requires a known
 member id, SyncGroup v5+ requires the protocol type and name, LeaveGroup before v3 names one
 member, OffsetFetch before v8 fetches for one group and before v2 carries group errors on each
-partition.
+partition, TxnOffsetCommit before v4 gets INVALID_TXN_STATE where v4 gets TRANSACTION_ABORTABLE.
 """
 
 from __future__ import annotations
 
-import datetime
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
-from eoslab.refbroker.classic_group import JoinResult, SyncResult
-from eoslab.refbroker.committed_offsets import NO_LEADER_EPOCH, OffsetAndMetadata, TopicPartition
-from eoslab.refbroker.group_coordinator import (
+from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, ErrorCodeHandler, RequestContext
+from eoslab.refbroker.groups.classic_group import UNKNOWN_MEMBER_ID, JoinResult, SyncResult
+from eoslab.refbroker.groups.committed_offsets import (
+    NO_LEADER_EPOCH,
+    OffsetAndMetadata,
+    TopicPartition,
+)
+from eoslab.refbroker.groups.group_coordinator import (
     FetchedOffset,
     JoinRequest,
     LeavingMember,
     SyncRequest,
+    TxnCommit,
 )
-from eoslab.refbroker.protocol import build, nested
+from eoslab.refbroker.internal_topics import offsets_topic_partition
+from eoslab.refbroker.protocol import build, millis, nested
 
 E = ErrorCode
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
@@ -38,17 +43,12 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 DEFAULT_RETENTION = -1
 
 
-def millis(value: datetime.timedelta) -> int:
-    return int(value / datetime.timedelta(milliseconds=1))
-
-
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
 class FindCoordinatorHandler(ApiHandler):
-    """This broker coordinates every group (and would every transactional id: InitProducerId
-    then refuses transactions)."""
+    """This broker coordinates every group and every transactional id."""
 
     api_key = 10
     min_version = 0
@@ -192,7 +192,7 @@ class SyncGroupHandler(ApiHandler):
         )
 
 
-class HeartbeatHandler(ApiHandler):
+class HeartbeatHandler(ErrorCodeHandler):
     api_key = 12
     min_version = 0
     max_version = 4
@@ -205,9 +205,6 @@ class HeartbeatHandler(ApiHandler):
             request.generation_id,
         )
         return self.reject(request, ctx, error)
-
-    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
-        return build(ctx.response_type, throttle_time=NO_THROTTLE, error_code=error)
 
 
 class LeaveGroupHandler(ApiHandler):
@@ -335,6 +332,61 @@ class OffsetCommitHandler(ApiHandler):
         return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=topics)
 
 
+class TxnOffsetCommitHandler(ApiHandler):
+    """Offsets committed inside a transaction (send_offsets_to_transaction): visible to
+    OffsetFetch once the transaction commits."""
+
+    api_key = 28
+    min_version = 0
+    max_version = 4
+    entities = ("TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition")
+
+    async def handle(self, request: Any, ctx: RequestContext) -> object | None:
+        errors = _unknown_partitions(ctx, request.topics)
+        now = wall_clock_ms()
+        offsets = {
+            (topic.name, part.partition_index): OffsetAndMetadata(
+                offset=part.committed_offset,
+                leader_epoch=getattr(part, "committed_leader_epoch", NO_LEADER_EPOCH),
+                metadata=part.committed_metadata or "",
+                commit_timestamp_ms=now,
+            )
+            for topic in request.topics
+            for part in topic.partitions
+            if (topic.name, part.partition_index) not in errors
+        }
+
+        def verify() -> ErrorCode:
+            return ctx.broker.transactions.handle_verify_partition(
+                request.transactional_id,
+                request.producer_id,
+                request.producer_epoch,
+                offsets_topic_partition(request.group_id),
+                abortable=ctx.api_version >= 4,
+            )
+
+        commit = TxnCommit(
+            request.group_id,
+            request.producer_id,
+            getattr(request, "member_id", UNKNOWN_MEMBER_ID),
+            getattr(request, "group_instance_id", None),
+            getattr(request, "generation_id", -1),
+        )
+        if offsets:
+            errors |= ctx.broker.groups.handle_txn_commit_offsets(commit, offsets, verify)
+        return self._response(ctx, request, errors)
+
+    def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
+        errors = {(t.name, p.partition_index): error for t in request.topics for p in t.partitions}
+        return self._response(ctx, request, errors)
+
+    def _response(
+        self, ctx: RequestContext, request: Any, errors: dict[TopicPartition, ErrorCode]
+    ) -> object:
+        topics = _topic_partitions_response(ctx, request.topics, errors, self.entities)
+        return build(ctx.response_type, throttle_time=NO_THROTTLE, topics=topics)
+
+
 GroupOffsets = tuple[str, ErrorCode, dict[TopicPartition, FetchedOffset]]
 """(group id, group error, offsets) of one group in an OffsetFetch answer."""
 
@@ -353,7 +405,9 @@ class OffsetFetchHandler(ApiHandler):
                 if topics is None
                 else [(t.name, index) for t in topics for index in t.partition_indexes]
             )
-            error, offsets = coordinator.handle_fetch_offsets(group_id, partitions)
+            error, offsets = coordinator.handle_fetch_offsets(
+                group_id, partitions, getattr(request, "require_stable", False)
+            )
             answers.append((group_id, error, offsets))
         return self._response(ctx, answers)
 
@@ -576,6 +630,7 @@ GROUP_HANDLERS: tuple[type[ApiHandler], ...] = (
     HeartbeatHandler,
     LeaveGroupHandler,
     OffsetCommitHandler,
+    TxnOffsetCommitHandler,
     OffsetFetchHandler,
     ListGroupsHandler,
     DescribeGroupsHandler,

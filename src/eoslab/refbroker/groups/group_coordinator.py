@@ -6,8 +6,12 @@ the barrier that answers every member once all known members rejoined or the reb
 timeout passed, `group.initial.rebalance.delay.ms` for a group that was empty, the first
 joiner as leader, SyncGroup handing out the leader's assignment, heartbeats and session
 expiry, LeaveGroup, generation fencing of commits (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
-REBALANCE_IN_PROGRESS), static membership (`group.instance.id`, FENCED_INSTANCE_ID), and the
-admin APIs (ListGroups, DescribeGroups, DeleteGroups, OffsetDelete, OffsetFetch).
+REBALANCE_IN_PROGRESS), static membership (`group.instance.id`, FENCED_INSTANCE_ID), the
+admin APIs (ListGroups, DescribeGroups, DeleteGroups, OffsetDelete, OffsetFetch), and
+transactional offset commits (TxnOffsetCommit, KIP-98/KIP-447: offsets pending under their
+producer id until the transaction coordinator's marker reaches the group's __consumer_offsets
+partition, then committed or dropped; OffsetFetch with `require_stable` answers
+UNSTABLE_OFFSET_COMMIT for a partition with pending offsets, as Kafka does).
 
 Kafka's delayed operations become timers (an injected Scheduler, the asyncio loop in the
 broker): DelayedJoin and InitialDelayedJoin are the group's join timer, DelayedSync its sync
@@ -31,13 +35,15 @@ How it differs from Kafka 3.9's coordinator:
        coordinator-unavailable fault, NOT_COORDINATOR by that fault and, as Kafka maps
        KAFKA_STORAGE_ERROR, when a write to disk fails.
     2. Writes are synchronous: a commit or a group record is on disk (fsynced under
-       --fsync every-batch) when the call returns, so there are no pending offset commits and
-       OffsetFetch with require_stable never answers UNSTABLE_OFFSET_COMMIT.
+       --fsync every-batch) when the call returns, so there are no pending plain offset commits
+       (only transactional ones make OffsetFetch with require_stable answer
+       UNSTABLE_OFFSET_COMMIT).
     3. No offset expiry (offsets.retention.minutes, and with it the removal of an empty group
        whose offsets all expired): offsets stay until OffsetDelete or DeleteGroups removes
        them. DeleteTopics keeps them too (Kafka's handleDeletedPartitions drops them).
-    4. No transactional offset commits (TxnOffsetCommit, AddOffsetsToTxn): transactions are
-       not implemented.
+    4. A transaction's commit makes its pending offsets the committed ones, even over a plain
+       OffsetCommit of the same partition made after the TxnOffsetCommit (Kafka keeps the one
+       appended last to __consumer_offsets).
     5. A JoinGroup or SyncGroup superseded by another from the same member (a client that
        gave up on the first and resent it) is answered with REBALANCE_IN_PROGRESS; Kafka
        never answers it. The connection that sent it is serialised behind it here, so an
@@ -65,11 +71,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.classic_group import (
+from eoslab.refbroker.groups.classic_group import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
@@ -84,13 +90,15 @@ from eoslab.refbroker.classic_group import (
     SyncResult,
     describe,
 )
-from eoslab.refbroker.committed_offsets import (
+from eoslab.refbroker.groups.committed_offsets import (
     CommittedOffsetStore,
     GroupRecord,
     MemberRecord,
     OffsetAndMetadata,
     TopicPartition,
 )
+from eoslab.refbroker.internal_topics import offsets_partition_for
+from eoslab.refbroker.scheduler import LoopScheduler, Scheduler, Timer
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +117,7 @@ class GroupApi(enum.Enum):
     LEAVE_GROUP = enum.auto()
     OFFSET_DELETE = enum.auto()
     OFFSET_COMMIT = enum.auto()
+    TXN_OFFSET_COMMIT = enum.auto()
     OFFSET_FETCH = enum.auto()
     DESCRIBE_GROUPS = enum.auto()
     DELETE_GROUPS = enum.auto()
@@ -137,21 +146,6 @@ class GroupConfig:
     max_record_bytes: int = 1_048_588
     """message.max.bytes: a group record (members' subscriptions and assignments) larger than
     this cannot be stored, and the rebalance fails with UNKNOWN_SERVER_ERROR, as in Kafka."""
-
-
-class Timer(Protocol):
-    def cancel(self) -> None: ...
-
-
-class Scheduler(Protocol):
-    def call_later(self, delay_s: float, callback: Callable[[], None]) -> Timer: ...
-
-
-class LoopScheduler:
-    """Timers on the running asyncio loop (the broker's)."""
-
-    def call_later(self, delay_s: float, callback: Callable[[], None]) -> Timer:
-        return asyncio.get_running_loop().call_later(delay_s, callback)
 
 
 def monotonic_ms() -> int:
@@ -200,6 +194,17 @@ class ListedGroup:
     protocol_type: str
     state: str
     group_type: str = CLASSIC
+
+
+@dataclass(frozen=True)
+class TxnCommit:
+    """Who commits offsets in a transaction (TxnOffsetCommit; member fields from v3)."""
+
+    group_id: str
+    producer_id: int
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    generation_id: int = -1
 
 
 @dataclass(frozen=True)
@@ -968,14 +973,64 @@ class GroupCoordinator:
                 pass
         return self._store_offsets(group, offsets)
 
+    def handle_txn_commit_offsets(
+        self,
+        commit: TxnCommit,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        verify: Callable[[], ErrorCode],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: `verify` asks the transaction coordinator whether the group's
+        offsets partition is in the producer's transaction (KIP-890 part 1)."""
+        error = self._validate_group_status(commit.group_id, GroupApi.TXN_OFFSET_COMMIT)
+        if error is None and (verified := verify()) is not E.none:
+            error = verified
+        if error is not None:
+            return dict.fromkeys(offsets, error)
+        group = self._groups.get(commit.group_id) or self._add_group(commit.group_id)
+        error = _validate_offset_commit(
+            group,
+            commit.generation_id,
+            commit.member_id,
+            commit.group_instance_id,
+            is_transactional=True,
+        )
+        if error is not None:
+            self.events["commits_fenced"] += 1
+            return dict.fromkeys(offsets, error)
+        return self._store_offsets(group, offsets, commit.producer_id)
+
+    def complete_transaction(self, producer_id: int, offsets_partition: int, commit: bool) -> bool:
+        """The transaction marker in the offsets partition `offsets_partition`: the producer's
+        pending offsets in every group of that partition are committed or dropped. False when
+        one could not be stored (the coordinator writes the marker again later)."""
+        done = True
+        for group_id in self.store.group_ids():
+            if offsets_partition_for(group_id) != offsets_partition:
+                continue
+            try:
+                ended = self.store.end_transaction(group_id, producer_id, commit)
+            except OSError as failure:
+                log.error("transaction end in group %s not stored: %s", group_id, failure)
+                done = False
+            else:
+                if ended:
+                    self.events["txn_offsets_committed" if commit else "txn_offsets_aborted"] += 1
+        return done
+
     def _store_offsets(
-        self, group: ClassicGroup, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+        self,
+        group: ClassicGroup,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        producer_id: int | None = None,
     ) -> dict[TopicPartition, ErrorCode]:
         limit = self.config.offset_metadata_max_bytes
         valid = {tp: o for tp, o in offsets.items() if len(o.metadata) <= limit}
         stored = E.none
         try:
-            self.store.commit(group.group_id, valid)
+            if producer_id is None:
+                self.store.commit(group.group_id, valid)
+            else:
+                self.store.commit_transactional(group.group_id, producer_id, valid)
         except OSError as failure:
             log.error("offset commit of group %s not stored: %s", group.group_id, failure)
             stored = E.not_coordinator  # Kafka's KAFKA_STORAGE_ERROR, as a commit error
@@ -984,24 +1039,28 @@ class GroupCoordinator:
         return {tp: stored if tp in valid else E.offset_metadata_too_large for tp in offsets}
 
     def handle_fetch_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None,
+        require_stable: bool = False,
     ) -> tuple[ErrorCode, dict[TopicPartition, FetchedOffset]]:
-        """Offsets regardless of the group's state; partitions=None: every committed one."""
+        """Offsets regardless of the group's state; partitions=None: every committed one. With
+        `require_stable`, a partition with offsets pending in a transaction is UNSTABLE."""
         if (error := self._validate_group_status(group_id, GroupApi.OFFSET_FETCH)) is not None:
             return error, {}
         group = self._groups.get(group_id)
-        committed = (
-            {} if group is None or group.is_(GroupState.DEAD) else self.store.offsets(group_id)
-        )
+        live = group is not None and not group.is_(GroupState.DEAD)
+        committed = self.store.offsets(group_id) if live else {}
         wanted = list(committed) if partitions is None else list(partitions)
         answers = {}
         for partition in wanted:
             found = committed.get(partition)
-            answers[partition] = (
-                FetchedOffset()
-                if found is None
-                else FetchedOffset(found.offset, found.leader_epoch, found.metadata)
-            )
+            if require_stable and live and self.store.has_pending_offset(group_id, partition):
+                answers[partition] = FetchedOffset(error=E.unstable_offset_commit)
+            elif found is None:
+                answers[partition] = FetchedOffset()
+            else:
+                answers[partition] = FetchedOffset(found.offset, found.leader_epoch, found.metadata)
         return E.none, answers
 
     # ---------------------------------------------------------------- admin
@@ -1160,7 +1219,12 @@ def _validate_current_member(
 
 
 def _validate_offset_commit(
-    group: ClassicGroup, generation_id: int, member_id: str, group_instance_id: str | None
+    group: ClassicGroup,
+    generation_id: int,
+    member_id: str,
+    group_instance_id: str | None,
+    *,
+    is_transactional: bool = False,
 ) -> ErrorCode | None:
     if group.is_(GroupState.DEAD):
         return E.coordinator_not_available
@@ -1171,8 +1235,9 @@ def _validate_offset_commit(
         if error is not None:
             return error
         return E.illegal_generation if generation_id != group.generation_id else None
-    if not group.is_(GroupState.EMPTY):
-        return E.unknown_member_id  # only members commit to a group that has members
+    if not is_transactional and not group.is_(GroupState.EMPTY):
+        # only members commit to a group that has members; TxnOffsetCommit before v3 names none
+        return E.unknown_member_id
     return None
 
 

@@ -7,12 +7,14 @@ from typing import Annotated
 
 import typer
 
+from eoslab.console import fail
 from eoslab.report.render import (
     read_summary,
     write_nightly_report,
     write_run_report,
     write_trend,
 )
+from eoslab.rundir import RunDir, RunDirError
 from eoslab.settings import REPORTS_DIR
 
 app = typer.Typer(
@@ -26,10 +28,15 @@ ReportsOption = Annotated[
 
 
 def _existing(paths: list[Path]) -> list[Path]:
+    """The run directories, each with a readable run.json; else one error line naming them."""
     missing = [str(p) for p in paths if not (p / "run.json").is_file()]
     if missing:
-        typer.echo(f"error: not a run directory (no run.json): {', '.join(missing)}", err=True)
-        raise typer.Exit(code=1)
+        raise fail(f"not a run directory (no run.json): {', '.join(missing)}")
+    for path in paths:
+        try:
+            RunDir(path).read_info()
+        except (OSError, RunDirError) as error:
+            raise fail(error) from error
     return paths
 
 

@@ -31,6 +31,7 @@ from pyspark.sql import functions as sf
 from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, RunDir
 from eoslab.runtime.postgres import lab_password
 from eoslab.verify.history import read_dataset
+from eoslab.verify.spark_session import spark_path
 from eoslab.workload.sink.database import is_postgres
 
 SQLITE_PREFIX = "sqlite:"
@@ -81,7 +82,7 @@ def jdbc_sink(sink: str, run_dir: Path, environ: Mapping[str, str] = os.environ)
     """The JDBC location of run.json's ``consumption.sink`` (see the module docstring)."""
     if sink.startswith(SQLITE_PREFIX):
         return JdbcSink(
-            f"jdbc:sqlite:{_sqlite_file(Path(sink[len(SQLITE_PREFIX) :]), run_dir)}",
+            f"jdbc:sqlite:{spark_path(_sqlite_file(Path(sink[len(SQLITE_PREFIX) :]), run_dir))}",
             {"driver": SQLITE_DRIVER},
         )
     if not is_postgres(sink):

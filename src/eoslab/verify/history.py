@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from eoslab.rundir import HISTORY_SCHEMA, Outcome
+from eoslab.verify.spark_session import spark_path
 
 EXCUSED_OUTCOMES = (Outcome.FAIL.value, Outcome.UNSENT.value)
 """Outcomes that say a record was certainly not written: a sequence skipped for them is no gap."""
@@ -24,7 +25,7 @@ def read_dataset(spark: SparkSession, folder: Path, schema: pa.Schema) -> DataFr
     spark_schema = from_arrow_schema(schema)
     if not any(folder.glob("*.parquet")):
         return spark.createDataFrame([], spark_schema)
-    return spark.read.schema(spark_schema).parquet(str(folder))
+    return spark.read.schema(spark_schema).parquet(spark_path(folder))
 
 
 def read_history(spark: SparkSession, history_dir: Path) -> DataFrame:

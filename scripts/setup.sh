@@ -2,6 +2,8 @@
 # make setup: one virtualenv, the Kafka 3.9 jars and Spark's Kafka connector.
 # Idempotent: every step is skipped while its stamp is newer than its inputs,
 # so a re-run with everything present takes seconds.
+# Quiet: one line per step. The tools' own output (apt's, debconf's, pip's, Maven's) goes to a
+# log, shown (its last lines, without terminal escape codes) only when the step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,10 +11,21 @@ PYTHON=${PYTHON:-python3.11}
 VENV=.venv
 KAFKA_LIB=services/kafka/lib
 SPARK_JARS=services/spark/jars
-MVN=(mvn -q -B -s services/maven-settings.xml)
+MVN=(mvn -q -B --no-transfer-progress -Dstyle.color=never -s services/maven-settings.xml)
+SETUP_LOG=$(mktemp "${TMPDIR:-/tmp}/eoslab-setup.XXXXXX")
+trap 'rm -f "$SETUP_LOG"' EXIT
 
 fail() { echo "setup: $*" >&2; exit 1; }
 fresh() { [ -f "$1" ] && [ -z "$(find "${@:2}" -newer "$1" 2>/dev/null)" ]; }
+quietly() {  # what failed (the error line), command...: its output only if it fails
+  local what=$1; shift
+  if ! "$@" >"$SETUP_LOG" 2>&1; then
+    # Maven 3.8 writes colour resets even with style.color=never
+    sed 's/\x1b\[[0-9;]*[A-Za-z]//g' "$SETUP_LOG" | tail -n 30 >&2
+    trap - EXIT
+    fail "$what (the last lines of its output are above; all of it is in $SETUP_LOG)"
+  fi
+}
 
 # --- prerequisites, each with the fix ------------------------------------------------
 command -v "$PYTHON" >/dev/null \
@@ -30,11 +43,14 @@ command -v mvn >/dev/null \
 # --- system tools the tests use: docker-compose validates the compose file without an engine,
 # headless chromium renders the reports, kcat is one of the group consumers the reference
 # broker is tested with, PostgreSQL serves the consumer half's sink
+apt_get_install() {  # package: from the lists as they are, else after an update
+  export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l NEEDRESTART_SUSPEND=1
+  apt-get install -y -qq "$1" || { apt-get update -qq && apt-get install -y -qq "$1"; }
+}
 apt_install() {  # package, what it is for
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing $1 (for $2)"
-    { apt-get install -y -qq "$1" || { apt-get update -qq && apt-get install -y -qq "$1"; }; } >/dev/null \
-      || fail "apt-get could not install $1 (for $2)."
+    quietly "apt-get could not install $1 (for $2)." apt_get_install "$1"
   else
     echo "setup: warning: $1 is missing ($2); install it, e.g. sudo apt-get install $1" >&2
   fi
@@ -50,8 +66,8 @@ command -v postgres >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/postgres
 if command -v go >/dev/null; then
   if ! fresh tests/refbroker/franzgo/.downloaded tests/refbroker/franzgo/go.sum tests/refbroker/franzgo/go121.sum; then
     echo "setup: downloading the franz-go modules (the current franz-go and 1.21.0)"
-    (cd tests/refbroker/franzgo && go mod download && go mod download -modfile=go121.mod) \
-      || fail "go could not download the franz-go modules."
+    quietly "go could not download the franz-go modules." \
+      bash -c 'cd tests/refbroker/franzgo && go mod download && go mod download -modfile=go121.mod'
     touch tests/refbroker/franzgo/.downloaded
   fi
 else
@@ -61,10 +77,11 @@ fi
 # --- virtualenv -------------------------------------------------------------------------
 if ! fresh "$VENV/.installed" pyproject.toml; then
   echo "setup: installing the virtualenv in $VENV (pinned dependencies, a few minutes the first time)"
-  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e ".[dev]"
-  "$VENV/bin/pip" check >/dev/null || { "$VENV/bin/pip" check; fail "the pinned dependencies conflict (see above)."; }
+  [ -x "$VENV/bin/python" ] || quietly "$PYTHON could not create $VENV." "$PYTHON" -m venv "$VENV"
+  export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+  quietly "pip could not upgrade itself." "$VENV/bin/pip" install -q --upgrade pip
+  quietly "pip could not install the pinned dependencies." "$VENV/bin/pip" install -q -e ".[dev]"
+  quietly "the pinned dependencies conflict." "$VENV/bin/pip" check
   touch "$VENV/.installed"
 fi
 
@@ -84,8 +101,9 @@ fetch_jars() {  # pom, output folder, extra maven args...
   if ! fresh "$out/.fetched" "$pom" services/maven-settings.xml; then
     echo "setup: fetching jars for $pom into $out"
     rm -rf "$out"
-    "${MVN[@]}" -f "$pom" "$@" dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$PWD/$out" || fail "Maven could not fetch the jars of $pom (see above)."
+    quietly "Maven could not fetch the jars of $pom." \
+      "${MVN[@]}" -f "$pom" "$@" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$PWD/$out"
     touch "$out/.fetched"
   fi
 }

@@ -5,13 +5,21 @@ from __future__ import annotations
 import json
 import sys
 import uuid
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from eoslab.admin import create_topic
-from eoslab.console import JsonOption, RuntimeOption, console, fail, identifier_column
+from eoslab.console import (
+    JsonOption,
+    RuntimeOption,
+    console,
+    count_option,
+    fail,
+    identifier_column,
+)
 from eoslab.orchestration.command import app as orchestrate_app
 from eoslab.probe.command import app as probe_app
 from eoslab.proxy.command import app as chaos_app
@@ -122,7 +130,7 @@ def status(
 @lab_app.command()
 def logs(
     service: ServiceArgument,
-    lines: Annotated[int, typer.Option("-n", "--lines", help="How many of the last lines.")] = 50,
+    lines: Annotated[int, count_option("How many of the last lines.", "-n", "--lines")] = 50,
     runtime: RuntimeOption = "local",
 ) -> None:
     """The last lines of a service's log."""
@@ -134,7 +142,7 @@ def logs(
 
 @lab_app.command()
 def smoke(
-    records: Annotated[int, typer.Option(help="Records per target.")] = 3000,
+    records: Annotated[int, count_option("Records per target.")] = 3000,
     runtime: RuntimeOption = "local",
 ) -> None:
     """Produce idempotently to each target, read back, and check: complete, once, in order."""
@@ -189,19 +197,32 @@ _verb("restart", "Stop a service cleanly and start it again with the same data."
 
 
 def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
-    """The services, then each cluster: with every topic partition, or (``partitions`` False,
-    as ``lab up`` prints it) their count, so that the output does not grow with every run."""
+    """The services, where their logs are, then each cluster: with every topic partition, or
+    (``partitions`` False, as ``lab up`` prints it) their count, so that the output does not
+    grow with every run. Nothing a user may copy is cut at 80 columns: the ports are one a line,
+    and the log folder is printed once, under the table (`lab status --json` has each path)."""
     table = Table(title=f"eoslab lab ({status.runtime}, {status.state_dir})")
+    ports = {
+        s.name: "\n".join(f"{label}={port}" for label, port in s.ports.items())
+        for s in status.services
+    }
     identifier_column(table, "service", [s.name for s in status.services])
-    for column in ("state", "health", "pid", "ports", "log"):
+    for column in ("state", "health", "pid"):
         table.add_column(column)
+    identifier_column(table, "ports", list(ports.values()))
     for service in status.services:
-        ports = " ".join(f"{label}={port}" for label, port in service.ports.items())
         health = "[green]ok[/]" if service.healthy else "[red]down[/]"
         table.add_row(
-            service.name, service.state, health, str(service.pid or "-"), ports, service.log or ""
+            service.name, service.state, health, str(service.pid or "-"), ports[service.name]
         )
     console.print(table)
+    logs = {Path(s.log).parent for s in status.services if s.log}
+    if logs:
+        folders = ", ".join(str(folder) for folder in sorted(logs))
+        console.print(
+            f"Logs: {folders}/<service>.log (`eoslab lab logs SERVICE` shows the last lines)",
+            soft_wrap=True,
+        )
     for title, view in (("Kafka", status.kafka), ("reference broker", status.refbroker)):
         if view is not None:
             _print_cluster(title, view, partitions)
@@ -218,7 +239,8 @@ def _print_cluster(title: str, view: ClusterView, partitions: bool) -> None:
     )
     if partitions and view.partitions:
         table = Table(show_header=True)
-        for column in ("topic", "partition", "leader", "replicas", "isr"):
+        identifier_column(table, "topic", [p.topic for p in view.partitions])
+        for column in ("partition", "leader", "replicas", "isr"):
             table.add_column(column)
         for p in view.partitions:
             table.add_row(p.topic, str(p.partition), str(p.leader), str(p.replicas), str(p.isr))

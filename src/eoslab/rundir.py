@@ -93,11 +93,11 @@ import secrets
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eoslab.fault_events import FaultEffect
 from eoslab.settings import runs_root
@@ -417,6 +417,32 @@ def new_run_id(scenario: str, target: str) -> str:
     return f"{stamp}-{scenario}-{target}-{secrets.token_hex(2)}"
 
 
+class RunDirError(ValueError):
+    """A run directory's JSON file (run.json, verdict.json) that is not what the contract says:
+    the message names the file and every problem, on one line."""
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def read_model(model: type[Model], path: Path) -> Model:
+    """``path`` read as ``model``; :class:`RunDirError` naming the file when its content is not
+    one (a missing file raises FileNotFoundError, which names it)."""
+    text = path.read_bytes()
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as error:
+        details = error.errors(include_url=False)
+        missing = [".".join(map(str, d["loc"])) for d in details if d["type"] == "missing"]
+        problems = [f"missing {', '.join(missing)}"] if missing else []
+        problems += [
+            f"{'.'.join(map(str, d['loc']))}: {d['msg']}" if d["loc"] else d["msg"]
+            for d in details
+            if d["type"] != "missing"
+        ]
+        raise RunDirError(f"{path}: not a valid {path.name}: {'; '.join(problems)}") from None
+
+
 class RunDir:
     """The paths of one run directory (see the module docstring for the layout)."""
 
@@ -505,13 +531,13 @@ class RunDir:
         os.replace(partial, self.run_json)
 
     def read_info(self) -> RunInfo:
-        return RunInfo.model_validate_json(self.run_json.read_text())
+        return read_model(RunInfo, self.run_json)
 
     def write_verdict(self, verdict: Verdict) -> None:
         self.verdict_json.write_text(verdict.model_dump_json(indent=2) + "\n")
 
     def read_verdict(self) -> Verdict:
-        return Verdict.model_validate_json(self.verdict_json.read_text())
+        return read_model(Verdict, self.verdict_json)
 
     def append_jsonl(self, path: Path, record: dict[str, object]) -> None:
         """Append one line in one write (O_APPEND): writers in several processes interleave

@@ -106,6 +106,7 @@ def test_a_failed_commit_is_not_applied_and_a_lost_commit_response_is(
     assert faults == {
         "responses_dropped": {"OffsetCommit": 1},
         "requests_failed": {"OffsetCommit": 1},
+        "requests_lost": {},
     }
 
 

@@ -186,7 +186,12 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
         (
             {"expected": {"anomalies": {"teleported": "0"}}},
             "expected.anomalies.teleported",
-            "'lost'",
+            "unknown name; known names: lost, duplicate, reorder, gap, phantom",
+        ),
+        (
+            {"expected": {"on": {"kafak": {}}}},
+            "expected.on.kafak",
+            "unknown name; known names: kafka, refbroker",
         ),
         (
             {"expected": {"errors": {"NOT_AN_ERROR": ">0"}}},
@@ -252,6 +257,59 @@ def test_a_run_whose_record_count_puts_a_trigger_out_of_reach_is_refused_before_
     assert plan(find_scenario("librdkafka-3584"), "refbroker", client="2.2.0").client == "2.2.0"
 
 
+def test_an_unknown_anomaly_is_one_line_naming_file_field_and_known_names(
+    tmp_path: Path,
+) -> None:
+    """Not pydantic's union internals (``[key]``, ``literal[...]``, one line per alternative):
+    one line, with the producer's and the consumer's anomalies both among the known names."""
+    path = write(tmp_path, expected={"anomalies": {"lostt": "0"}})
+    done = subprocess.run(
+        [sys.executable, "-m", "eoslab.cli", "scenarios", "show", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"error: {path}: expected.anomalies.lostt: unknown name; known names:")
+    assert all(name in line for name in (*PRODUCER_ANOMALIES, *CONSUMER_ANOMALIES))
+    assert "[key]" not in line
+    assert "literal" not in line
+
+
+UNQUOTED_ON = """\
+name: on-unquoted
+description: on written as the README writes it
+targets: [kafka, refbroker]
+producer: {enable.idempotence: on}
+nemesis:
+  - kind: refbroker
+    at: 1
+    on: [refbroker]
+    fault: {kind: crash-restart}
+expected:
+  anomalies: {duplicate: ">=0"}
+  on:
+    kafka: {anomalies: {duplicate: ">0"}}
+    refbroker: {errors: {OUT_OF_ORDER_SEQUENCE_NUMBER: ">0"}}
+"""
+
+
+def test_on_unquoted_is_the_key_on(tmp_path: Path) -> None:
+    """YAML 1.1 reads a plain ``on`` as True; a scenario file reads it as the key it is, for a
+    step's targets and for the per-target expectations alike (values keep YAML 1.1's words)."""
+    path = tmp_path / "on.yaml"
+    path.write_text(UNQUOTED_ON)
+    scenario = load_scenario(path)
+    assert scenario.nemesis[0].on == ("refbroker",)
+    assert scenario.expected.for_run("kafka")["duplicate"] == ">0"
+    assert scenario.expected.for_run("refbroker")["errors"] == {
+        "OUT_OF_ORDER_SEQUENCE_NUMBER": ">0"
+    }
+    assert scenario.producer["enable.idempotence"] is True
+
+
 def test_yaml_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "list.yaml"
     path.write_text("- just\n- a list\n")
@@ -297,3 +355,31 @@ def test_lists_never_cut_identifiers_and_speak_json(listing: tuple[str, str]) ->
     assert "consumer-crash-before-commit" in names or "group-rejoin-after-expiry" in names
     table = cli()
     assert all(name in table for name in names), [n for n in names if n not in table]
+
+
+def test_the_list_reads_in_80_columns() -> None:
+    """A summary, not a table of descriptions wrapped into ~680 lines: per scenario its name
+    (whole, at the start of a line), where it runs, its faults and what each cell expects to
+    see; the descriptions are in `eoslab scenarios show NAME` (and --json, unchanged)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "eoslab.cli", "scenarios", "list"],
+        env={**os.environ, "COLUMNS": "80"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    lines = done.stdout.splitlines()
+    assert len(lines) <= 3 * len(CATALOGUE) + 2, len(lines)
+    assert all(len(line) <= 80 for line in lines)
+    starts = {line.split()[0] for line in lines if line.strip()}
+    assert set(CATALOGUE) <= starts
+    text = " ".join(done.stdout.split())
+    assert "scenarios show NAME" in text
+    assert (
+        "consumer-crash-before-commit kafka, refbroker · modes: commit-after, idempotent, "
+        "dedup-table · faults: consumer-crash expects >0: redelivered, effect_duplicate "
+        "(commit-after); redelivered (idempotent, dedup-table)"
+    ) in text
+    assert "no-idempotence kafka, refbroker · faults: proxy expects >0: duplicate" in text
+    assert " ".join(find_scenario("auto-commit-crash").description.split())[:40] not in text

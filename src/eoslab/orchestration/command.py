@@ -22,7 +22,7 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from eoslab.console import console, fail, identifier_column, log_tail
+from eoslab.console import console, count_option, fail, identifier_column, log_tail
 from eoslab.orchestration.matrix import MATRICES, Cell, MatrixError, plan
 from eoslab.orchestration.progress import CellProgress, Phase, watch
 from eoslab.report.render import exit_code, read_summary
@@ -55,7 +55,7 @@ def matrix(
         list[str] | None,
         typer.Option("--target", help=f"Only on these ({', '.join(LAB_TARGETS)})."),
     ] = None,
-    records: Annotated[int | None, typer.Option(help="Records per cell.")] = None,
+    records: Annotated[int | None, count_option("Records per cell.")] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show Airflow's output as it runs.")
     ] = False,

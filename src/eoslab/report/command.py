@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from eoslab.console import fail
 from eoslab.report.render import (
     exit_code,
     read_summary,
@@ -14,6 +15,7 @@ from eoslab.report.render import (
     write_run_report,
     write_trend,
 )
+from eoslab.rundir import RunDir, RunDirError
 from eoslab.settings import REPORTS_DIR
 
 app = typer.Typer(
@@ -27,10 +29,15 @@ ReportsOption = Annotated[
 
 
 def _existing(paths: list[Path]) -> list[Path]:
+    """The run directories, each with a readable run.json; else one error line naming them."""
     missing = [str(p) for p in paths if not (p / "run.json").is_file()]
     if missing:
-        typer.echo(f"error: not a run directory (no run.json): {', '.join(missing)}", err=True)
-        raise typer.Exit(code=1)
+        raise fail(f"not a run directory (no run.json): {', '.join(missing)}")
+    for path in paths:
+        try:
+            RunDir(path).read_info()
+        except (OSError, RunDirError) as error:
+            raise fail(error) from error
     return paths
 
 

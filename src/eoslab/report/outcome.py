@@ -12,9 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from eoslab.rundir import CONSUMER_ANOMALIES, Check, RunDir, cell_name
+from eoslab.rundir import CONSUMER_ANOMALIES, Check, RunDir, RunDirError, cell_name
 
 
 class Status(StrEnum):
@@ -94,14 +92,14 @@ def load_outcome(run_dir: Path) -> RunOutcome:
     run = RunDir(run_dir)
     try:
         info = run.read_info()
-    except (OSError, ValidationError) as error:
+    except (OSError, RunDirError) as error:
         return RunOutcome(
             run_id=run.run_id,
             scenario="?",
             target="?",
             run_dir=str(run.path),
             status=Status.ERROR,
-            error=f"unreadable run.json ({error.__class__.__name__})",
+            error=str(error),
         )
     identity: dict[str, Any] = {
         "run_id": info.run_id,
@@ -123,12 +121,8 @@ def load_outcome(run_dir: Path) -> RunOutcome:
         )
     try:
         verdict = run.read_verdict()
-    except ValidationError as error:
-        return RunOutcome(
-            **identity,
-            status=Status.ERROR,
-            error=f"unreadable verdict {run.verdict_json} ({error.error_count()} problems)",
-        )
+    except RunDirError as error:
+        return RunOutcome(**identity, status=Status.ERROR, error=str(error))
     metrics = json.loads(run.metrics_json.read_text()) if run.metrics_json.is_file() else {}
     return RunOutcome(
         **identity,

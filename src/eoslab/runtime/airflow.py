@@ -8,15 +8,21 @@ scheduler's task tokens must be valid at the API server) and one generated admin
 Nothing listens beyond loopback: the API server binds 127.0.0.1, and the components run with
 ``--skip-serve-logs`` (Airflow's log servers bind every interface and have no host setting;
 with the LocalExecutor the API server reads the task logs from the shared folder anyway).
+
+A lab's Airflow database is set up once by :data:`SETUP_COMMANDS` (its schema, the lab's pool):
+locally by :meth:`AirflowHome.prepare`, in the compose runtime by its ``airflow-init``
+service, which runs ``python -m eoslab.runtime.airflow setup``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import secrets
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -36,6 +42,12 @@ MIGRATE_TIMEOUT_S = 300.0
 LAB_POOL = "eoslab_lab"
 """One slot: scenario runs of every DAG take turns, since they share the lab (one run's
 nemesis would break another's records)."""
+SETUP_COMMANDS: tuple[tuple[str, ...], ...] = (
+    ("db", "migrate"),
+    ("pools", "set", LAB_POOL, "1", "scenario runs take turns on the lab"),
+)
+"""The one-time set-up of a lab's Airflow database, as ``airflow`` arguments, in order: without
+the pool, the scheduler never starts a scenario run."""
 
 
 class AirflowSetupError(RuntimeError):
@@ -45,6 +57,26 @@ class AirflowSetupError(RuntimeError):
 def venv_bin() -> Path:
     """The virtualenv's bin folder: `airflow` and `spark-submit` are found there first."""
     return Path(sys.executable).parent
+
+
+def run_airflow(args: tuple[str, ...], env: Mapping[str, str], where: str) -> None:
+    """``airflow ARGS`` with ``env``, bounded; AirflowSetupError with its last lines if it fails
+    (``where`` names the Airflow home for the message)."""
+    command = f"`airflow {' '.join(args[:2])}` in {where}"
+    try:
+        done = subprocess.run(
+            [str(venv_bin() / "airflow"), *args],
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=MIGRATE_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise AirflowSetupError(f"{command} took over {MIGRATE_TIMEOUT_S:.0f} s") from error
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-25:])
+        raise AirflowSetupError(f"{command} failed:\n{tail}")
 
 
 @dataclass(frozen=True)
@@ -134,27 +166,11 @@ class AirflowHome:
                 path.write_text(value + "\n")
                 path.chmod(0o600)
         if not self._prepared_stamp.exists():
-            self._airflow("db", "migrate")
-            self._airflow("pools", "set", LAB_POOL, "1", "scenario runs take turns on the lab")
+            env = {**os.environ, **self.environment()}
+            for args in SETUP_COMMANDS:
+                run_airflow(args, env, str(self.home))
             self._prepared_stamp.touch()
         return self
-
-    def _airflow(self, *args: str) -> None:
-        command = f"`airflow {' '.join(args[:2])}` in {self.home}"
-        try:
-            done = subprocess.run(
-                [str(venv_bin() / "airflow"), *args],
-                env={**os.environ, **self.environment()},
-                capture_output=True,
-                text=True,
-                timeout=MIGRATE_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as error:
-            raise AirflowSetupError(f"{command} took over {MIGRATE_TIMEOUT_S:.0f} s") from error
-        if done.returncode != 0:
-            tail = "\n".join((done.stdout + done.stderr).splitlines()[-25:])
-            raise AirflowSetupError(f"{command} failed:\n{tail}")
 
     def login_banner(self) -> str:
         """How to log in: the password itself the first time it is shown, then where it is."""
@@ -165,3 +181,23 @@ class AirflowHome:
             f"Airflow: {self.url}  user {ADMIN_USER}  password {self.password()}"
             f"  (shown once; kept in {self.password_file})"
         )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m eoslab.runtime.airflow setup``: set up the Airflow database this process's
+    environment names (the compose runtime's ``airflow-init`` service)."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("step", choices=["setup"])
+    parser.parse_args(argv)
+    where = os.environ.get("AIRFLOW_HOME", "the default Airflow home")
+    try:
+        for args in SETUP_COMMANDS:
+            run_airflow(args, os.environ, where)
+    except AirflowSetupError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

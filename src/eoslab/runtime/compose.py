@@ -1,11 +1,14 @@
 """The compose runtime: the same lab in containers, for users with a Docker engine.
 
 Up and down go through `docker compose`; the nemesis verbs act on the containers through the
-Docker SDK, so kill / pause / resume / restart mean the same as in the local runtime.
+Docker SDK, so kill / pause / resume / restart mean the same as in the local runtime. The lab
+folder holds the PostgreSQL password as in the local runtime (generated before the first
+start); the compose file mounts it from ``$EOSLAB_LAB_DIR``, which `docker compose` is given.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -16,9 +19,10 @@ from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 
 from eoslab.runtime.lab import ProcessObservation, ProcessState
+from eoslab.runtime.postgres import PostgresServer, ensure_password
 from eoslab.runtime.status import LabError, LabStatus, ServiceStatus, cluster_view
 from eoslab.runtime.topology import LabConfig
-from eoslab.settings import PORT_OFFSET, project_root
+from eoslab.settings import LAB_DIR, PORT_OFFSET, BasePort, project_root
 
 PROJECT = "eoslab"
 
@@ -58,7 +62,9 @@ class ComposeRuntime:
         self._client()
         command = self._compose_command()
         done = subprocess.run(
-            [*command, "-p", PROJECT, "-f", str(compose_file()), *args], check=False
+            [*command, "-p", PROJECT, "-f", str(compose_file()), *args],
+            env=self.compose_environment(),
+            check=False,
         )
         if done.returncode != 0:
             raise LabError(f"`docker compose {' '.join(args)}` failed (exit {done.returncode})")
@@ -79,6 +85,13 @@ class ComposeRuntime:
             raise LabError(
                 f"{name} has no container; run `eoslab lab up --runtime compose`"
             ) from error
+
+    def compose_environment(self) -> dict[str, str]:
+        """What `docker compose` runs with: the lab folder, whose PostgreSQL password the
+        compose file mounts (generated here the first time, as the local runtime does)."""
+        postgres = PostgresServer(self.config.postgres_root, self.config.port(BasePort.POSTGRES))
+        ensure_password(postgres.password_file)
+        return {**os.environ, LAB_DIR: str(self.config.state_dir)}
 
     def up(self) -> LabStatus:
         self._compose("up", "--detach", "--build", "--wait")

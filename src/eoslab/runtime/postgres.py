@@ -29,6 +29,12 @@ from eoslab.runtime.topology import HOST, LabConfig
 from eoslab.settings import BasePort
 
 SUPERUSER = "eoslab"
+AUTH_METHOD = "scram-sha-256"
+INITDB_OPTIONS = (f"--auth={AUTH_METHOD}", "--encoding=UTF8", "--locale=C")
+"""How the cluster is created, beside its folder, superuser and password (the compose
+runtime's server is created alike)."""
+SERVER_SETTINGS = {"max_connections": "50"}
+"""``-c`` settings of the server beside its address (the compose runtime's server has them)."""
 UNPRIVILEGED_USER = "nobody"
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
@@ -37,6 +43,15 @@ DEBIAN_BINARIES = Path("/usr/lib/postgresql")
 
 class PostgresError(RuntimeError):
     """The server could not be set up, started or reached; the message says why."""
+
+
+def ensure_password(path: Path) -> str:
+    """The server's password, kept in ``path`` (mode 0600): generated the first time."""
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_hex(16) + "\n")
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 def binaries() -> Path:
@@ -79,10 +94,7 @@ class PostgresServer:
         if (self.data_dir / "PG_VERSION").is_file():
             return
         self._check_reachable()
-        self.root.mkdir(parents=True, exist_ok=True)
-        password = secrets.token_hex(16)
-        self.password_file.write_text(password + "\n")
-        self.password_file.chmod(0o600)
+        password = ensure_password(self.password_file)
         self.data_dir.mkdir(mode=0o700)
         pwfile = self.root / ".initdb-password"
         pwfile.write_text(password + "\n")
@@ -94,9 +106,7 @@ class PostgresServer:
                     f"--pgdata={self.data_dir}",
                     f"--username={SUPERUSER}",
                     f"--pwfile={pwfile}",
-                    "--auth=scram-sha-256",
-                    "--encoding=UTF8",
-                    "--locale=C",
+                    *INITDB_OPTIONS,
                     "--no-instructions",
                 ],
                 capture_output=True,
@@ -127,8 +137,7 @@ class PostgresServer:
             str(self.port),
             "-c",
             "unix_socket_directories=",
-            "-c",
-            "max_connections=50",
+            *(arg for key, value in SERVER_SETTINGS.items() for arg in ("-c", f"{key}={value}")),
         ]
 
     def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,12 +12,21 @@ import typer
 import yaml
 from rich.table import Table
 
-from eoslab.console import JsonOption, RuntimeOption, console, errors, fail, identifier_column
+from eoslab.console import (
+    JsonOption,
+    RuntimeOption,
+    console,
+    count_option,
+    errors,
+    fail,
+    identifier_column,
+)
 from eoslab.nemesis.timeline import resolve
 from eoslab.rundir import HandlerMode, VerdictStatus, lab_target
 from eoslab.runtime import LabError, get_runtime
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.executor import RunError, execute
+from eoslab.scenarios.schema import Scenario
 
 app = typer.Typer(help="The scenario catalogue: list, show, run.", no_args_is_help=True)
 
@@ -25,38 +35,75 @@ ScenarioArgument = Annotated[str, typer.Argument(help="A catalogue name or a sce
 
 @app.command("list")
 def list_scenarios(as_json: JsonOption = False) -> None:
-    """Every catalogue scenario: targets, faults, expected anomalies."""
-    rows: list[dict[str, Any]] = []
-    for name, path in catalogue().items():
-        scenario = load_scenario(path)
-        expected = scenario.expected.for_run(scenario.targets[0], scenario.run_modes[0])
-        rows.append(
-            {
-                "scenario": name,
-                "targets": list(scenario.targets),
-                "nemesis": [step.kind for step in scenario.nemesis],
-                "modes": [m for m in scenario.run_modes if m is not None],
-                "expected": {k: v for k, v in expected.items() if v not in ("0", ">=0", "any")},
-                "description": " ".join(scenario.description.split()),
-            }
-        )
+    """Every catalogue scenario: targets, modes, faults and what it expects (its description:
+    `eoslab scenarios show NAME`)."""
+    scenarios = [load_scenario(path) for path in catalogue().values()]
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(json.dumps([_json_row(scenario) for scenario in scenarios], indent=2))
         return
-    table = Table(title="scenario catalogue")
-    identifier_column(table, "scenario", [row["scenario"] for row in rows])
-    for column in ("targets", "modes", "nemesis", "expected (not 0)", "description"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(
-            row["scenario"],
-            ", ".join(row["targets"]),
-            ", ".join(row["modes"]) or "-",
-            ", ".join(row["nemesis"]) or "-",
-            ", ".join(f"{k} {v}" for k, v in row["expected"].items()) or "none",
-            row["description"],
-        )
+    console.print(
+        f"scenario catalogue: {len(scenarios)} scenarios "
+        "(`eoslab scenarios show NAME`: what one does and proves; --json: everything)"
+    )
+    table = Table.grid(padding=(0, 2))
+    identifier_column(table, "scenario", [scenario.name for scenario in scenarios])
+    table.add_column(overflow="fold")
+    for scenario in scenarios:
+        table.add_row(f"[bold]{scenario.name}[/]", _summary(scenario))
     console.print(table)
+
+
+def _json_row(scenario: Scenario) -> dict[str, Any]:
+    expected = scenario.expected.for_run(scenario.targets[0], scenario.run_modes[0])
+    return {
+        "scenario": scenario.name,
+        "targets": list(scenario.targets),
+        "nemesis": [step.kind for step in scenario.nemesis],
+        "modes": [m for m in scenario.run_modes if m is not None],
+        "expected": {k: v for k, v in expected.items() if v not in ("0", ">=0", "any")},
+        "description": " ".join(scenario.description.split()),
+    }
+
+
+def _summary(scenario: Scenario) -> str:
+    """Two lines: where it runs and what it breaks; what it expects to see (``>0``) per cell,
+    cells that expect the same grouped."""
+    modes = [m for m in scenario.run_modes if m is not None]
+    faults = Counter(step.kind for step in scenario.nemesis)
+    where = [
+        ", ".join(scenario.targets),
+        *([f"modes: {', '.join(modes)}"] if modes else []),
+        "faults: " + (", ".join(k if n == 1 else f"{k} x{n}" for k, n in faults.items()) or "none"),
+    ]
+    seen = {
+        (target, mode): _seen(scenario.expected.for_run(target, mode))
+        for target in scenario.targets
+        for mode in scenario.run_modes
+    }
+    # a cell is named by what its expectation depends on: its target, its mode, or both
+    by_target = any(len({seen[t, m] for t in scenario.targets}) > 1 for m in scenario.run_modes)
+    by_mode = any(len({seen[t, m] for m in scenario.run_modes}) > 1 for t in scenario.targets)
+    cells: dict[tuple[str, ...], list[str]] = {}
+    for (target, mode), names in seen.items():
+        label = "/".join([*([target] if by_target else []), *([mode or ""] if by_mode else [])])
+        labels = cells.setdefault(names, [])
+        if label not in labels:
+            labels.append(label)
+    expects = "; ".join(
+        (", ".join(names) or "none") + (f" ({', '.join(labels)})" if len(cells) > 1 else "")
+        for names, labels in cells.items()
+    )
+    return f"{' · '.join(where)}\n[dim]expects >0:[/] {expects}"
+
+
+def _seen(expected: dict[str, str | dict[str, str]]) -> tuple[str, ...]:
+    """The checks a cell expects to see (``>0``), broker errors among them."""
+    flat = [
+        (name, form)
+        for key, value in expected.items()
+        for name, form in (value.items() if isinstance(value, dict) else [(key, value)])
+    ]
+    return tuple(name for name, form in flat if form == ">0")
 
 
 @app.command()
@@ -97,10 +144,10 @@ def run(
         str | None, typer.Option(help="With --target external: the cluster's bootstrap servers.")
     ] = None,
     replication: Annotated[
-        int | None, typer.Option(help="Replication factor of the run's topic (external: 3).")
+        int | None, count_option("Replication factor of the run's topic (external: 3).")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Override the scenario's seed.")] = None,
-    records: Annotated[int | None, typer.Option(help="Override the record count.")] = None,
+    records: Annotated[int | None, count_option("Override the record count.")] = None,
     runs_dir: Annotated[
         Path | None, typer.Option(help="Where run directories go (default: runs/).")
     ] = None,

@@ -39,7 +39,13 @@ from eoslab.verify.counting import count_rows
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.sink_location import jdbc_sink
-from eoslab.verify.spark_session import build_session, default_remote, run_settings, small_run
+from eoslab.verify.spark_session import (
+    build_session,
+    default_remote,
+    run_settings,
+    small_run,
+    spark_path,
+)
 from eoslab.verify.topic_reader import classify, read_raw
 from eoslab.verify.verdict import (
     MAX_EXAMPLES,
@@ -56,7 +62,7 @@ EMPTY_PART = "part-00000-empty.parquet"
 def _write_table(table: DataFrame, path: Path, rows: int) -> None:
     """Write one anomaly table; an empty one as a Parquet file of its schema, without Spark."""
     if rows:
-        table.write.mode("overwrite").parquet(str(path))
+        table.write.mode("overwrite").parquet(spark_path(path))
         return
     path.mkdir(parents=True, exist_ok=True)
     pq.write_table(to_arrow_schema(table.schema).empty_table(), path / EMPTY_PART)
@@ -64,7 +70,7 @@ def _write_table(table: DataFrame, path: Path, rows: int) -> None:
 
 def _examples(spark: SparkSession, path: Path) -> list[dict[str, Any]]:
     """The first rows of a written anomaly table, in log order."""
-    rows = spark.read.parquet(str(path)).orderBy("partition", "offset").limit(MAX_EXAMPLES)
+    rows = spark.read.parquet(spark_path(path)).orderBy("partition", "offset").limit(MAX_EXAMPLES)
     return [row.asDict() for row in rows.collect()]
 
 

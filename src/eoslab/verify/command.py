@@ -1,6 +1,7 @@
 """`eoslab verify RUN_DIR`: check a run and print its verdict.
 
-Exit codes: 0 the run conforms, 1 it does not, 2 the run directory or a suite is unusable.
+Exit codes: 0 the run conforms, 1 it does not, 2 the run could not be checked (the run
+directory or a suite is unusable, or Spark failed: one line says why, and where Spark's log is).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from eoslab.console import console, fail
-from eoslab.rundir import Verdict
+from eoslab.rundir import RunDirError, Verdict
+from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.spark import DEFAULT_MASTER
+from eoslab.runtime.topology import SPARK_CONNECT_SERVICE
 from eoslab.verify.verdict import ExpectationError
 
 app = typer.Typer(help="Check a run: anomalies, GX suites, verdict.", no_args_is_help=True)
@@ -47,27 +50,52 @@ def verify(
     """Read the run's topic (Spark's Kafka source) and history, derive every anomaly, validate
     the GX suites and write RUN_DIR/checker/verdict.json."""
     # Spark and GX load in seconds: only when a run is checked, not for every `eoslab` command.
+    from pyspark.errors import PySparkException
+
     from eoslab.verify.checker import verify_run
-    from eoslab.verify.spark_session import default_remote
+    from eoslab.verify.spark_session import answers, default_remote, spark_failure
     from eoslab.verify.suites import SuiteFileError
 
     remote = None if master else remote or default_remote()
     if remote:
+        if not answers(remote):
+            raise fail(f"no Spark Connect server answers at {remote}", code=2)
         console.print(f"checking on the Spark Connect server {remote}")
     else:
         why = "" if master else "; no warm Spark is up"
         console.print(f"checking on a Spark of its own ({master or DEFAULT_MASTER}{why})")
     try:
         verdict = verify_run(run_dir, master=master, bootstrap=bootstrap, remote=remote)
-    except (ExpectationError, SuiteFileError, FileNotFoundError, ValidationError) as error:
+    except (
+        ExpectationError,
+        SuiteFileError,
+        FileNotFoundError,
+        RunDirError,
+        ValidationError,
+    ) as error:
         raise fail(error, code=2) from error
+    except PySparkException as error:
+        raise fail(f"Spark: {spark_failure(error)} ({_spark_log(remote)})", code=2) from None
     print_verdict(verdict)
     if not verdict.conforms:
         raise typer.Exit(code=verdict.status.exit_code)
 
 
+def _spark_log(remote: str | None) -> str:
+    """Where Spark logged its side of a failed check."""
+    if remote is None:
+        return "Spark's log: above, this command's own Spark"
+    lab = LocalRuntime()
+    if remote == lab.config.spark_remote:
+        return f"Spark's log: {lab.log_path(SPARK_CONNECT_SERVICE)}"
+    return f"Spark's log: the Spark Connect server's at {remote}"
+
+
 def print_verdict(verdict: Verdict) -> None:
-    table = Table(title=f"verdict of {verdict.run_id} ({verdict.scenario} on {verdict.target})")
+    # the title on a line of its own: a table's title wraps at the table's (narrow) width,
+    # breaking the run id mid-word
+    console.print(f"verdict of {verdict.run_id} ({verdict.scenario} on {verdict.target})")
+    table = Table()
     for column in ("check", "expected", "observed", ""):
         table.add_column(column)
     for check in verdict.checks:
@@ -78,7 +106,8 @@ def print_verdict(verdict: Verdict) -> None:
     console.print(
         f"GX suites: {'passed' if gx.success else 'failed'}"
         + ("" if gx.agrees_with_anomalies else " [red](disagree with the anomaly tables)[/]")
-        + f"; Data Docs: {verdict.links.data_docs}"
+        + f"; Data Docs: {verdict.links.data_docs}",
+        soft_wrap=True,  # a path is not wrapped
     )
     for fault in verdict.faults:
         mark = "[green]took effect[/]" if fault.took_effect else "[red]NO EFFECT[/]"

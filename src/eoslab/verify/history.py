@@ -12,6 +12,7 @@ from pyspark.sql import functions as sf
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from eoslab.rundir import HISTORY_SCHEMA, Outcome
+from eoslab.verify.spark_session import spark_path
 
 EXCUSED_OUTCOMES = (Outcome.FAIL.value, Outcome.UNSENT.value, Outcome.DELETED.value)
 """Outcomes that say a record is rightly absent from the log (never written, or deleted on
@@ -27,7 +28,7 @@ def read_dataset(spark: SparkSession, folder: Path, schema: pa.Schema) -> DataFr
     spark_schema = from_arrow_schema(schema)
     if not any(folder.glob("*.parquet")):
         return spark.createDataFrame([], spark_schema)
-    return spark.read.schema(spark_schema).parquet(str(folder))
+    return spark.read.schema(spark_schema).parquet(spark_path(folder))
 
 
 def read_history(

@@ -80,13 +80,15 @@ def sink_database(sink: str, run_dir: Path, environ: Mapping[str, str] = os.envi
 
 
 def _sqlite_file(sink: str, run_dir: Path) -> Path:
+    """The sink's file, absolute: a Spark Connect server resolves a relative path against its
+    own working directory, not the caller's."""
     path = Path(sink[len(SQLITE_PREFIX) :])
     recorded = path if path.is_absolute() else run_dir / path
     if recorded.is_file():
-        return recorded
+        return recorded.resolve()
     default = RunDir(run_dir).sink_sqlite
     if default.is_file():
-        return default
+        return default.resolve()
     raise SinkLocationError(f"the sink {recorded} does not exist (nor {default})")
 
 

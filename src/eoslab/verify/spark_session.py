@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
 
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from eoslab.runtime.health import port_open
@@ -27,7 +30,7 @@ from eoslab.runtime.spark import (
     checker_jars,
 )
 from eoslab.runtime.topology import LabConfig
-from eoslab.settings import HOST, spark_remote
+from eoslab.settings import HOST, BasePort, spark_remote
 
 
 def under_spark_submit() -> bool:
@@ -46,6 +49,20 @@ def default_remote() -> str | None:
     return (
         lab.spark_remote if lab.with_spark_connect and port_open(lab.spark_connect_port) else None
     )
+
+
+def answers(remote: str) -> bool:
+    """Whether a Spark Connect server listens at ``remote`` (``sc://host:port``): pyspark's
+    client retries an unreachable server for minutes, silently, before it fails."""
+    parts = urlsplit(remote)
+    return port_open(parts.port or BasePort.SPARK_CONNECT, parts.hostname or HOST, timeout_s=2)
+
+
+def spark_failure(error: PySparkException) -> str:
+    """What went wrong in Spark, on one line: the error's condition and message, without the
+    Python and JVM stack traces a Spark Connect error carries (hundreds of lines)."""
+    lines = [line.strip() for line in error.getMessage().splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
 
 
 def build_session(master: str | None = None, remote: str | None = None) -> SparkSession:
@@ -72,6 +89,13 @@ def build_session(master: str | None = None, remote: str | None = None) -> Spark
     for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def spark_path(path: Path) -> str:
+    """A path as the checker hands it to Spark: absolute, resolved in this process. A Spark
+    Connect server resolves a relative path against its own working directory, not the
+    client's (``eoslab verify runs/<id>`` read ``<the server's folder>/runs/<id>``)."""
+    return str(path.resolve())
 
 
 def small_run(records: int) -> bool:

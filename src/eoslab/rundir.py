@@ -73,7 +73,9 @@ by the producer is one message; ``partition`` and ``offset`` say where the consu
 handler found it already applied and changed nothing), ``foreign`` (not a workload record of
 this run: nothing applied, committed past). ``member_id`` and ``generation`` are the group
 membership the consumer's librdkafka held when it processed the record or sent the commit
-(the generation its OffsetCommit carries): ``""`` and -1 outside a group generation.
+(the generation its OffsetCommit carries): ``""`` and -1 outside a group generation. Under the
+consumer group protocol of KIP-848 (``consumption.group_protocol`` ``consumer``) ``generation``
+is the member epoch, which OffsetCommit carries in the same field.
 Commit ``trigger`` (:class:`CommitTrigger`): ``every`` (commit_every records since the last),
 ``idle`` (nothing left to read), ``revoke`` (partitions about to be taken away), ``close``
 (clean end of the session), ``auto`` (librdkafka's auto-commit, from its commit report).
@@ -97,13 +99,16 @@ from eoslab.settings import runs_root
 
 RUN_FORMAT: Literal[1] = 1
 
-LabTarget = Literal["kafka", "refbroker"]
-"""The lab's two systems under test: the 3-broker Kafka cluster and the reference broker."""
+LabTarget = Literal["kafka", "kafka4", "refbroker"]
+"""The lab's systems under test: the 3-broker Kafka 3.9 cluster on ZooKeeper, the 3-node Kafka 4
+cluster in KRaft mode, and the reference broker."""
 Target = LabTarget | Literal["external"]
 """Where a run goes: one of the lab's targets, or a cluster the user names (Kafka's rules)."""
 LAB_TARGETS: tuple[LabTarget, ...] = get_args(LabTarget)
 TARGETS: tuple[str, ...] = (*LAB_TARGETS, "external")
-REPLICATION: dict[str, int] = {"kafka": 3, "refbroker": 1, "external": 3}
+KAFKA_TARGETS: tuple[LabTarget, ...] = ("kafka", "kafka4")
+"""The lab's real Kafka clusters (what a rule of Kafka's applies to)."""
+REPLICATION: dict[str, int] = {"kafka": 3, "kafka4": 3, "refbroker": 1, "external": 3}
 """The replication factor of a run's topic on each target (the reference broker is one node)."""
 
 
@@ -299,10 +304,15 @@ class Verdict(BaseModel):
     links: VerdictLinks
 
 
-def cell_name(scenario: str, mode: str | None) -> str:
+KIP848_SUFFIX = "kip848"
+
+
+def cell_name(scenario: str, mode: str | None, group_protocol: str = "classic") -> str:
     """How a run's scenario is named in run ids, matrices and reports: with its handler mode
-    when it has a consumer workload (``consumer-crash-before-commit.dedup-table``)."""
-    return scenario if mode is None else f"{scenario}.{mode}"
+    when it has a consumer workload (``consumer-crash-before-commit.dedup-table``), and
+    ``.kip848`` when its consumers use the consumer group protocol of KIP-848."""
+    name = scenario if mode is None else f"{scenario}.{mode}"
+    return f"{name}.{KIP848_SUFFIX}" if group_protocol == "consumer" else name
 
 
 def new_run_id(scenario: str, target: str) -> str:
@@ -465,6 +475,12 @@ class RunDir:
 HandlerMode = Literal["auto-commit", "commit-after", "idempotent", "dedup-table"]
 """How a consumer applies records and commits offsets (ARCHITECTURE.md, "The consumer half")."""
 HANDLER_MODES: tuple[HandlerMode, ...] = get_args(HandlerMode)
+GroupProtocol = Literal["classic", "consumer"]
+"""The consumer group protocol (librdkafka's ``group.protocol``): ``classic`` (JoinGroup,
+SyncGroup, Heartbeat: the group leader assigns) or ``consumer``, KIP-848's
+(ConsumerGroupHeartbeat: the broker assigns, a member epoch per member). The lab's Kafka 4 speaks
+both; Kafka 3.9 and the reference broker the classic one only."""
+GROUP_PROTOCOLS: tuple[GroupProtocol, ...] = get_args(GroupProtocol)
 
 
 def handler_mode(name: str | None) -> HandlerMode | None:
@@ -563,6 +579,7 @@ class ConsumptionInfo(BaseModel):
 
     group: str
     mode: HandlerMode
+    group_protocol: GroupProtocol = "classic"
     sink: str
     """``sqlite:<path>`` or the PostgreSQL URL without its password."""
     consumers: int

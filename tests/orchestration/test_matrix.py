@@ -11,7 +11,9 @@ from eoslab.scenarios.catalogue import catalogue, load_scenario
 def test_the_default_matrix_is_small_and_producers_only() -> None:
     cells = plan({"matrix": "default"})
     assert {(c.scenario, c.target) for c in cells} == {
-        (s, t) for s in ("baseline", "lost-acks", "no-idempotence") for t in ("kafka", "refbroker")
+        (s, t)
+        for s in ("baseline", "lost-acks", "no-idempotence")
+        for t in ("kafka", "kafka4", "refbroker")
     }
     assert {c.mode for c in cells} == {None}
     assert {c.records for c in cells} == {DEFAULT_RECORDS}
@@ -22,7 +24,7 @@ def test_the_full_matrix_runs_every_consumer_scenario_in_each_of_its_modes() -> 
     crash = {(c.target, c.mode) for c in cells if c.scenario == "consumer-crash-before-commit"}
     assert crash == {
         (t, m)
-        for t in ("kafka", "refbroker")
+        for t in ("kafka", "kafka4", "refbroker")
         for m in ("commit-after", "idempotent", "dedup-table")
     }
     for name, modes in END_TO_END.items():

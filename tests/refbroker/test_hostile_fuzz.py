@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12 import MetadataRequest
 from refbroker_process import HOST, RunningBroker
 
-from eoslab.probe.client import encode_request
+from eoslab.kafka_api import encode_request
 from eoslab.probe.requests import (
     describe_groups_request,
     find_coordinator_request,

@@ -28,6 +28,7 @@ CATALOGUE = [
     "leader-kill",
     "leader-pause",
     "leader-partition",
+    "controller-kill",
     "rolling-restart",
     "no-idempotence",
     "acks-1",
@@ -141,7 +142,7 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
             "nemesis.0",
             "either at or after_acked",
         ),
-        ({"targets": ["kafka", "mongodb"]}, "targets.1", "'kafka' or 'refbroker'"),
+        ({"targets": ["kafka", "mongodb"]}, "targets.1", "'kafka', 'kafka4' or 'refbroker'"),
         (
             {"nemesis": [{"kind": "kill", "at": 1, "target": "kafka-9"}]},
             "nemesis.0.target",

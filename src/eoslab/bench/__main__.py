@@ -81,8 +81,8 @@ def main() -> None:
             LabConfig(
                 state_dir=Path(state),
                 port_offset=BENCH_PORT_OFFSET,
+                targets=("kafka",),
                 brokers=1,
-                with_refbroker=False,
                 direct_listener=True,
                 with_airflow=False,
             )

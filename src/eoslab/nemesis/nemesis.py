@@ -14,15 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eoslab.admin import LeaderLookupError, group_coordinator, leader_of
+from eoslab.admin import LeaderLookupError, active_controller, group_coordinator, leader_of
 from eoslab.clock import now_ms
-from eoslab.nemesis.steps.base import COORDINATOR, LEADER
+from eoslab.nemesis.steps.base import CONTROLLER, COORDINATOR, LEADER
 from eoslab.nemesis.timeline import ResolvedStep
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.rundir import LabTarget, RunDir
 from eoslab.runtime.lab import ProcessFaults
-from eoslab.runtime.topology import REFBROKER_SERVICE, kafka_service
+from eoslab.runtime.topology import REFBROKER_SERVICE, broker_service
 from eoslab.workload.consumer_workload import ConsumerWorkload
 from eoslab.workload.supervisor import Workload
 
@@ -103,6 +103,8 @@ class Nemesis:
             service = self.leader_of(getattr(step.step, "partition", 0))
         elif service == COORDINATOR:
             service = self.coordinator()
+        elif service == CONTROLLER:
+            service = self.controller()
         if service is None:
             raise NemesisError(f"step {step.index} ({step.kind}) has no target")
         with self._lock:
@@ -114,7 +116,7 @@ class Nemesis:
         if self.target == "refbroker":
             return REFBROKER_SERVICE
         try:
-            return kafka_service(leader_of(self.bootstrap, self.topic, partition))
+            return broker_service(self.target, leader_of(self.bootstrap, self.topic, partition))
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
 
@@ -123,9 +125,20 @@ class Nemesis:
         if self.target == "refbroker":
             return REFBROKER_SERVICE
         try:
-            return kafka_service(group_coordinator(self.bootstrap, self.consumers().group))
+            group = self.consumers().group
+            return broker_service(self.target, group_coordinator(self.bootstrap, group))
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
+
+    def controller(self) -> str:
+        """The service that is the target's active controller now."""
+        if self.target == "refbroker":
+            return REFBROKER_SERVICE
+        try:
+            found = active_controller(self.bootstrap, kraft=self.target == "kafka4")
+        except LeaderLookupError as error:
+            raise NemesisError(str(error)) from error
+        return broker_service(self.target, found)
 
     def broke(
         self, step: ResolvedStep, repair: str, undo: Callable[[], object], **memo: Any

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from eoslab.console import JsonOption, RuntimeOption, console, errors, fail, identifier_column
 from eoslab.nemesis.timeline import resolve
-from eoslab.rundir import HandlerMode, lab_target
+from eoslab.rundir import GroupProtocol, HandlerMode, lab_target
 from eoslab.runtime import LabError, get_runtime
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.executor import RunError, execute
@@ -91,7 +91,8 @@ def run(
     scenario: ScenarioArgument,
     *,
     target: Annotated[
-        str, typer.Option(help="kafka or refbroker (the lab's), or external (--bootstrap).")
+        str,
+        typer.Option(help="kafka, kafka4 or refbroker (the lab's), or external (--bootstrap)."),
     ] = "kafka",
     bootstrap: Annotated[
         str | None, typer.Option(help="With --target external: the cluster's bootstrap servers.")
@@ -118,6 +119,13 @@ def run(
             "(default: SQLite in the run directory)."
         ),
     ] = None,
+    group_protocol: Annotated[
+        GroupProtocol | None,
+        typer.Option(
+            help="The consumers' group protocol: classic, or consumer (KIP-848; kafka4 only). "
+            "Default: the scenario's, classic."
+        ),
+    ] = None,
     runtime: RuntimeOption = "local",
 ) -> None:
     """Run a scenario against the running lab; prints the run directory."""
@@ -136,6 +144,7 @@ def run(
             replication=replication,
             mode=mode,
             sink=sink,
+            group_protocol=group_protocol,
         )
     except (ScenarioError, RunError, LabError) as error:
         raise fail(error) from error

@@ -23,6 +23,7 @@ from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.rundir import (
     REPLICATION,
+    GroupProtocol,
     HandlerMode,
     LabTarget,
     RunDir,
@@ -37,6 +38,7 @@ from eoslab.runtime.postgres import LAB_SINK, lab_sink
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.schema import Scenario
 from eoslab.settings import BasePort
+from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import SETTLE_TIMEOUT_S, ConsumerWorkload
 from eoslab.workload.supervisor import Workload
 
@@ -64,7 +66,7 @@ class RunResult:
 
 
 def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
-    return config.bootstrap_servers if target == "kafka" else config.refbroker_bootstrap
+    return config.bootstrap(target)
 
 
 def _check_external(scenario: Scenario, bootstrap: str | None) -> str:
@@ -106,6 +108,24 @@ def _where(
     return as_target, as_target, None
 
 
+def _with_protocol(
+    spec: ConsumerWorkloadSpec | None, protocol: GroupProtocol | None, target: str
+) -> ConsumerWorkloadSpec | None:
+    """The consumer workload with its group protocol chosen; the consumer protocol (KIP-848)
+    only where a broker speaks it: Kafka 4, or a cluster the user names."""
+    if protocol is None:
+        chosen = None if spec is None else spec.group_protocol
+    elif spec is None:
+        raise RunError("--group-protocol goes with consumers (a consumer scenario, or --mode)")
+    else:
+        chosen, spec = protocol, spec.model_copy(update={"group_protocol": protocol})
+    if chosen == "consumer" and target not in ("kafka4", "external"):
+        raise RunError(
+            f"the consumer group protocol (KIP-848) needs Kafka 4: target kafka4, not {target}"
+        )
+    return spec
+
+
 def execute(
     scenario: Scenario,
     target: str,
@@ -120,19 +140,22 @@ def execute(
     replication: int | None = None,
     mode: HandlerMode | None = None,
     sink: str | None = None,
+    group_protocol: GroupProtocol | None = None,
 ) -> RunResult:
     """Run `scenario` on `target`; for target "external", `bootstrap` names the cluster. With
     a handler ``mode`` the run has a consumer workload in that mode (the scenario's own, else the
     default one); ``sink`` is its database: a PostgreSQL URL, ``lab`` for a database of its own
-    on the lab's PostgreSQL, else SQLite in the run directory."""
+    on the lab's PostgreSQL, else SQLite in the run directory; ``group_protocol`` its consumer
+    group protocol (default: the workload's, classic)."""
     run_target, as_target, bootstrap = _where(scenario, target, bootstrap)
     seed = scenario.seed if seed is None else seed
     workload_spec = scenario.workload
     if records is not None:
         workload_spec = workload_spec.model_copy(update={"records": records})
-    consumer_spec = scenario.consumer_workload(mode)
+    consumer_spec = _with_protocol(scenario.consumer_workload(mode), group_protocol, run_target)
     mode = None if consumer_spec is None else consumer_spec.mode
-    run_id = new_run_id(cell_name(scenario.name, mode), target)
+    protocol = "classic" if consumer_spec is None else consumer_spec.group_protocol
+    run_id = new_run_id(cell_name(scenario.name, mode, protocol), target)
     if consumer_spec is not None and sink is not None:
         if sink == LAB_SINK:
             sink = lab_sink(config.postgres_root, config.port(BasePort.POSTGRES), run_id)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from eoslab.rundir import LabTarget
-from eoslab.runtime.topology import KAFKA_SERVICES, REFBROKER_SERVICE
+from eoslab.runtime.topology import KAFKA4_SERVICES, KAFKA_SERVICES, REFBROKER_SERVICE
 
 if TYPE_CHECKING:
     from eoslab.nemesis.timeline import ResolvedStep
@@ -25,10 +25,20 @@ if TYPE_CHECKING:
 
 LEADER = "leader"
 COORDINATOR = "coordinator"
+CONTROLLER = "controller"
 RANDOM_BROKER = "random-broker"
-SERVICE_TARGETS = (LEADER, COORDINATOR, RANDOM_BROKER, *KAFKA_SERVICES, REFBROKER_SERVICE)
+SERVICE_TARGETS = (
+    LEADER,
+    COORDINATOR,
+    CONTROLLER,
+    RANDOM_BROKER,
+    *KAFKA_SERVICES,
+    *KAFKA4_SERVICES,
+    REFBROKER_SERVICE,
+)
 """What a step may name as its target: a service, the current partition leader, the broker
-coordinating the run's consumer group, or a seeded pick among the target's brokers."""
+coordinating the run's consumer group, the active controller (Kafka 4: the metadata quorum's
+leader; Kafka 3.9: the broker ZooKeeper elected), or a seeded pick among the target's brokers."""
 
 
 @dataclass(frozen=True)

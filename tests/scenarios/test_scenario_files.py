@@ -14,8 +14,11 @@ import yaml
 from typer.testing import CliRunner
 
 from eoslab.rundir import CONSUMER_ANOMALIES, PRODUCER_ANOMALIES
+from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.command import app
+from eoslab.scenarios.executor import RunError, execute
 
 CATALOGUE = [
     "baseline",
@@ -182,6 +185,23 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
             "needs on: [refbroker]",
         ),
         ({"workload": {"records": None}}, "workload", "give a record count"),
+        (
+            {"consumers": {"mode": "dedup-table", "group_protocol": "consumer"}},
+            "",
+            "consumer (KIP-848) is Kafka 4's; not on ['kafka']",
+        ),
+        (
+            {
+                "targets": ["kafka4"],
+                "consumers": {
+                    "mode": "dedup-table",
+                    "group_protocol": "consumer",
+                    "config": {"session.timeout.ms": 10000},
+                },
+            },
+            "consumers",
+            "session.timeout.ms belong to the classic protocol",
+        ),
     ],
 )
 def test_a_bad_file_is_refused_with_file_field_and_reason(
@@ -237,3 +257,49 @@ def test_lists_never_cut_identifiers_and_speak_json(listing: tuple[str, str]) ->
     assert "consumer-crash-before-commit" in names or "group-rejoin-after-expiry" in names
     table = cli()
     assert all(name in table for name in names), [n for n in names if n not in table]
+
+
+def test_consumer_scenarios_run_under_both_protocols_on_kafka4_only() -> None:
+    zombie = find_scenario("zombie-consumer")
+    assert zombie.group_protocols("kafka4") == ["classic", "consumer"]
+    assert zombie.group_protocols("kafka") == ["classic"]
+    assert zombie.group_protocols("refbroker") == ["classic"]
+    assert find_scenario("baseline").group_protocols("kafka4") == ["classic"]
+
+
+def test_the_consumer_protocol_leaves_the_session_to_the_broker() -> None:
+    spec = find_scenario("zombie-consumer").consumer_workload(None)
+    assert spec is not None
+    assert spec.consumer_config["session.timeout.ms"] == 6000
+    assert "group.protocol" not in spec.consumer_config  # classic: librdkafka's default
+    kip848 = spec.model_copy(update={"group_protocol": "consumer"}).consumer_config
+    assert kip848["group.protocol"] == "consumer"
+    assert not {"session.timeout.ms", "heartbeat.interval.ms"} & set(kip848)
+    assert kip848["auto.offset.reset"] == "earliest"
+
+
+@pytest.mark.parametrize("target", ["kafka", "refbroker"])
+def test_a_run_refuses_the_consumer_protocol_where_no_broker_speaks_it(
+    tmp_path: Path, target: str
+) -> None:
+    """Refused before anything is created: no run directory, no topic."""
+    nowhere = LabConfig(state_dir=tmp_path / "lab", port_offset=9999, with_airflow=False)
+    with pytest.raises(RunError, match="needs Kafka 4: target kafka4"):
+        execute(
+            find_scenario("zombie-consumer"),
+            target,
+            runtime=LocalRuntime(nowhere),
+            config=nowhere,
+            runs_root=tmp_path / "runs",
+            group_protocol="consumer",
+        )
+    with pytest.raises(RunError, match="goes with consumers"):
+        execute(
+            find_scenario("baseline"),
+            "kafka4",
+            runtime=LocalRuntime(nowhere),
+            config=nowhere,
+            runs_root=tmp_path / "runs",
+            group_protocol="consumer",
+        )
+    assert not (tmp_path / "runs").exists()

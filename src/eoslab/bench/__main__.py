@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eoslab.bench import checker, produce_throughput, warm_check
+from eoslab.bench import checker, clusters, produce_throughput, warm_check
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
 from eoslab.settings import project_root
@@ -96,6 +96,7 @@ def main() -> None:
             results["warm_check"] = warm_check.run(lab)
         finally:
             lab.down()
+        results["kafka4"] = clusters.run(Path(state), BENCH_PORT_OFFSET, args.records, args.repeats)
     if not args.skip_make_lab:
         results["make_lab"] = time_make_lab()
     results["seconds"] = round(time.time() - started, 1)

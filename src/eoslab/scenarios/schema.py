@@ -17,8 +17,10 @@ from eoslab.nemesis.steps import AnyStep
 from eoslab.nemesis.steps.base import ScenarioShape
 from eoslab.rundir import (
     ERRORS_KEY,
+    GROUP_PROTOCOLS,
     AnomalyName,
     Expectation,
+    GroupProtocol,
     HandlerMode,
     LabTarget,
     default_expectations,
@@ -135,6 +137,12 @@ class Scenario(BaseModel):
                 raise ValueError(f"nemesis.{index}.{misfit}")
         if self.modes and self.consumers is None:
             raise ValueError("modes: handler modes need a consumer workload (consumers)")
+        if self.consumers is not None and self.consumers.group_protocol == "consumer":
+            others = sorted(set(self.targets) - {"kafka4"})
+            if others:
+                raise ValueError(
+                    f"consumers.group_protocol: consumer (KIP-848) is Kafka 4's; not on {others}"
+                )
         return self
 
     @property
@@ -143,6 +151,15 @@ class Scenario(BaseModel):
         if self.modes:
             return list(self.modes)
         return [None if self.consumers is None else self.consumers.mode]
+
+    def group_protocols(self, target: LabTarget) -> list[GroupProtocol]:
+        """The consumer group protocols the matrix runs the scenario's consumers in on
+        ``target``: both on Kafka 4 (KIP-848's is GA there), the workload's own elsewhere
+        (classic: Kafka 3.9 and the reference broker have no other). A scenario without
+        consumers has the classic one, which it never uses."""
+        if self.consumers is None:
+            return ["classic"]
+        return list(GROUP_PROTOCOLS) if target == "kafka4" else [self.consumers.group_protocol]
 
     def consumer_workload(self, mode: HandlerMode | None) -> ConsumerWorkloadSpec | None:
         """The consumer workload of a run in ``mode``: the scenario's in that mode, or, for a

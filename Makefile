@@ -47,4 +47,4 @@ bench: setup
 	$(VENV)/bin/python -m eoslab.bench
 
 clean:
-	rm -rf $(VENV) services/kafka/lib services/spark/jars .lab
+	rm -rf $(VENV) services/kafka/lib services/kafka4/lib services/spark/jars .lab

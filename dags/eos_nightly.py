@@ -69,6 +69,7 @@ with DAG(
         records: int | None,
         mode: str | None,
         client: str | None,
+        group_protocol: str,
         runs_dir: str,
     ) -> None:
         run_dir = tasks.run_scenario(
@@ -77,6 +78,7 @@ with DAG(
             records=records,
             mode=mode,
             client=client,
+            group_protocol=group_protocol,
             runs_dir=runs_dir,
         )
         checked = tasks.spark_checker(run_dir)

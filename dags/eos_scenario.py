@@ -12,7 +12,7 @@ from __future__ import annotations
 from airflow.sdk import DAG, Param
 
 from eoslab.orchestration import tasks
-from eoslab.rundir import HANDLER_MODES, LAB_TARGETS
+from eoslab.rundir import GROUP_PROTOCOLS, HANDLER_MODES, LAB_TARGETS
 from eoslab.scenarios.catalogue import catalogue
 from eoslab.workload.clients import OLDER_CLIENTS
 
@@ -58,6 +58,13 @@ with DAG(
             description="An older librdkafka for the producers, for a scenario that names it "
             "(empty: the workload's own).",
         ),
+        "group_protocol": Param(
+            None,
+            type=["null", "string"],
+            enum=[None, *GROUP_PROTOCOLS],
+            description="The consumers' group protocol: classic, or consumer (KIP-848, "
+            "target kafka4 only; empty: the scenario's, classic).",
+        ),
         "seed": Param(None, type=["null", "integer"], description="Seed (empty: the scenario's)."),
     },
 ) as dag:
@@ -69,6 +76,7 @@ with DAG(
         producer_overrides="{{ params.producer_overrides }}",
         mode="{{ params.mode }}",
         client="{{ params.client }}",
+        group_protocol="{{ params.group_protocol }}",
     )
     checked = tasks.spark_checker(run_dir)
     gx = tasks.gx_validation(run_dir)

@@ -7,6 +7,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MATRIX=${MATRIX:-default}
+# TARGETS=kafka,refbroker (make lab TARGETS=...): only these targets come up and run
+if [ -n "${TARGETS:-}" ]; then export EOSLAB_TARGETS=$TARGETS; fi
 EOSLAB=.venv/bin/eoslab
 PYTHON=.venv/bin/python
 

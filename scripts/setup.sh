@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make setup: one virtualenv, the Kafka 3.9 jars and Spark's Kafka connector.
+# make setup: one virtualenv, the Kafka 3.9 and Kafka 4 jars and Spark's Kafka connector.
 # Idempotent: every step is skipped while its stamp is newer than its inputs,
 # so a re-run with everything present takes seconds.
 # Quiet: one line per step. The tools' own output (apt's, debconf's, pip's, Maven's) goes to a
@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
 VENV=.venv
 KAFKA_LIB=services/kafka/lib
+KAFKA4_LIB=services/kafka4/lib
 SPARK_JARS=services/spark/jars
 MVN=(mvn -q -B --no-transfer-progress -Dstyle.color=never -s services/maven-settings.xml)
 SETUP_LOG=$(mktemp "${TMPDIR:-/tmp}/eoslab-setup.XXXXXX")
@@ -36,7 +37,7 @@ command -v java >/dev/null \
   || fail "Java not found. Install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)."
 java_major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
 [ "${java_major:-0}" -ge 17 ] 2>/dev/null \
-  || fail "Java ${java_major:-?} found, Kafka 3.9 and Spark 4 need Java 17. Install openjdk-17-jdk-headless and put it first on PATH."
+  || fail "Java ${java_major:-?} found, Kafka 3.9, Kafka 4 and Spark 4 need Java 17. Install openjdk-17-jdk-headless and put it first on PATH."
 command -v mvn >/dev/null \
   || fail "Maven not found; it fetches the Kafka and Spark jars. Install it (e.g. apt-get install maven)."
 
@@ -108,9 +109,10 @@ fetch_jars() {  # pom, output folder, extra maven args...
   fi
 }
 fetch_jars services/kafka/pom.xml "$KAFKA_LIB"
+fetch_jars services/kafka4/pom.xml "$KAFKA4_LIB"
 spark_version=$("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)')
 grep -q "<spark.version>$spark_version</spark.version>" services/spark/pom.xml \
   || fail "services/spark/pom.xml must pin spark.version $spark_version, the installed pyspark."
 fetch_jars services/spark/pom.xml "$SPARK_JARS"
 
-echo "setup: ready ($VENV, $KAFKA_LIB, $SPARK_JARS)"
+echo "setup: ready ($VENV, $KAFKA_LIB, $KAFKA4_LIB, $SPARK_JARS)"

@@ -4,6 +4,10 @@ for the sink (the workload's tests and the checker's read it).
 
 The test lab runs on its own ports (EOSLAB_TEST_PORT_OFFSET, default 1000: Kafka on 10091-3)
 and in a temporary state folder, so it never meets a lab a developer has up.
+
+Kafka 4 (three KRaft nodes) joins the session lab when a collected test is marked ``kafka4``:
+one lab, one proxy, one config, as a user's lab with every target; a session without such a
+test (a single test file, say) starts no Kafka 4 (README, "Tests").
 """
 
 from __future__ import annotations
@@ -19,11 +23,19 @@ import pytest
 from psycopg import sql
 from pyspark.sql import SparkSession
 
+from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.postgres import PostgresServer
 from eoslab.runtime.topology import LabConfig
 
 TEST_PORT_OFFSET = int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000"))
+KAFKA4 = "kafka4"
+"""The marker of tests that need the lab's Kafka 4."""
+WANTS_KAFKA4 = pytest.StashKey[bool]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[WANTS_KAFKA4] = any(item.get_closest_marker(KAFKA4) for item in items)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -36,10 +48,17 @@ def _base_temp_open_to_nobody(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 @pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRuntime]:
-    """The running lab; tests that break a service must leave it healthy again."""
+def lab(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalRuntime]:
+    """The running lab; tests that break a service must leave it healthy again. Kafka 4 is one
+    of its targets when a test of the session is marked ``kafka4``."""
+    with_kafka4 = request.config.stash.get(WANTS_KAFKA4, False)
     config = LabConfig(
-        state_dir=tmp_path_factory.mktemp("lab"), port_offset=TEST_PORT_OFFSET, with_airflow=False
+        state_dir=tmp_path_factory.mktemp("lab"),
+        port_offset=TEST_PORT_OFFSET,
+        targets=tuple(t for t in LAB_TARGETS if t != KAFKA4 or with_kafka4),
+        with_airflow=False,
     )
     runtime = LocalRuntime(config)
     runtime.up()
@@ -71,6 +90,8 @@ def lab_env(tmp_path: Path) -> dict[str, str]:
         "EOSLAB_LAB_DIR": str(tmp_path / "lab"),
         "EOSLAB_PORT_OFFSET": str(TEST_PORT_OFFSET + 1500),
         "EOSLAB_WITH_AIRFLOW": "0",  # Airflow in the lab has tests of its own (tests/orchestration)
+        # Kafka 4 has tests of its own (tests/runtime/test_kafka4.py) in the session lab
+        "EOSLAB_TARGETS": "kafka,refbroker",
     }
 
 

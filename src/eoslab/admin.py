@@ -1,15 +1,35 @@
 """What the lab asks of a cluster through librdkafka's admin client: create a topic, find a
-partition's leader, list the brokers. One place for the workload, the nemesis, the probe,
-the runtime's health checks and the CLI."""
+partition's leader, list the brokers, find the controller. One place for the workload, the
+nemesis, the probe, the runtime's health checks and the CLI.
+
+The controller: on a ZooKeeper cluster (Kafka 3.9) the brokers name the active controller in
+their Metadata and DescribeCluster answers. On a KRaft cluster (Kafka 4) they name a random
+live broker there (clients cannot reach the controllers); the active controller is the leader
+of the metadata quorum, which DescribeQuorum (KIP-595) answers. librdkafka has no DescribeQuorum,
+so :func:`metadata_quorum` sends it itself, to a broker, which forwards it to the active
+controller (as Kafka's Admin.describeMetadataQuorum and kafka-metadata-quorum do).
+"""
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.describe_quorum.v2.request import (
+    DescribeQuorumRequest,
+    PartitionData,
+    TopicData,
+)
+from kio.schema.describe_quorum.v2.response import DescribeQuorumResponse
+from kio.schema.errors import ErrorCode
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
 
 from eoslab.clock import wait_until
+from eoslab.kafka_api import SIZE_PREFIX, decode_response, encode_request
+from eoslab.settings import HostPort
 
 TOPIC_READY_TIMEOUT_S = 60.0
 LEADER_LOOKUP_TIMEOUT_S = 30.0
@@ -111,6 +131,116 @@ def group_coordinator(
             f"no coordinator for group {group} after {timeout_s:.0f} s: {problem[0]}"
         )
     return found[0]
+
+
+def cluster_controller(bootstrap: str, timeout_s: float = LEADER_LOOKUP_TIMEOUT_S) -> int:
+    """The controller a cluster's brokers name (DescribeCluster), polled while they name none:
+    on a ZooKeeper cluster the active controller; not on a KRaft one (see the module
+    docstring: :func:`quorum_leader`)."""
+    client = admin_client(bootstrap)
+    problem = ["no answer"]
+
+    def lookup() -> tuple[int] | None:
+        try:
+            controller = client.describe_cluster(request_timeout=5).result(timeout=10).controller
+        except KafkaException as error:
+            problem[0] = str(error)
+            return None
+        return None if controller is None else (int(controller.id),)
+
+    found = wait_until(lookup, timeout_s, interval_s=0.2)
+    if found is None:
+        raise LeaderLookupError(
+            f"no controller at {bootstrap} after {timeout_s:.0f} s: {problem[0]}"
+        )
+    return found[0]
+
+
+METADATA_TOPIC = "__cluster_metadata"
+"""The KRaft metadata log: one partition, replicated by the quorum's voters."""
+
+
+@dataclass(frozen=True)
+class MetadataQuorum:
+    """The KRaft metadata quorum as DescribeQuorum answers: its leader (the active controller,
+    -1 while an election runs), the leader's epoch and the voters."""
+
+    leader_id: int
+    leader_epoch: int
+    voters: frozenset[int]
+
+
+def metadata_quorum(bootstrap: str, timeout_s: float = 3.0) -> MetadataQuorum | None:
+    """The metadata quorum, from the first broker of ``bootstrap`` that answers DescribeQuorum;
+    None when none does (a ZooKeeper cluster answers none: it has no quorum)."""
+    request = DescribeQuorumRequest(
+        topics=(
+            TopicData(
+                topic_name=TopicName(METADATA_TOPIC),
+                partitions=(PartitionData(partition_index=i32(0)),),
+            ),
+        )
+    )
+    for address in bootstrap.split(","):
+        try:
+            response = _exchange(HostPort.parse(address), request, timeout_s)
+        except (OSError, ValueError):
+            continue
+        if response.error_code != ErrorCode.none:
+            continue
+        (partition,) = response.topics[0].partitions
+        if partition.error_code != ErrorCode.none:
+            continue
+        return MetadataQuorum(
+            leader_id=int(partition.leader_id),
+            leader_epoch=int(partition.leader_epoch),
+            voters=frozenset(int(v.replica_id) for v in partition.current_voters),
+        )
+    return None
+
+
+def _exchange(
+    address: HostPort, request: DescribeQuorumRequest, timeout_s: float
+) -> DescribeQuorumResponse:
+    """One request and its response on a connection of its own (ValueError: a frame that is
+    not the answer)."""
+    with socket.create_connection((address.host, address.port), timeout=timeout_s) as conn:
+        conn.sendall(encode_request(request, correlation_id=0, client_id="eoslab-admin"))
+        (size,) = SIZE_PREFIX.unpack(_read(conn, SIZE_PREFIX.size))
+        response: DescribeQuorumResponse = decode_response(
+            _read(conn, size), DescribeQuorumResponse
+        )
+        return response
+
+
+def _read(conn: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError(f"closed after {len(data)} of {size} bytes")
+        data += chunk
+    return bytes(data)
+
+
+def quorum_leader(bootstrap: str, timeout_s: float = LEADER_LOOKUP_TIMEOUT_S) -> int:
+    """The active controller of a KRaft cluster (its metadata quorum's leader), polled while an
+    election runs."""
+
+    def lookup() -> tuple[int] | None:
+        quorum = metadata_quorum(bootstrap)
+        return None if quorum is None or quorum.leader_id < 0 else (quorum.leader_id,)
+
+    found = wait_until(lookup, timeout_s, interval_s=0.2)
+    if found is None:
+        raise LeaderLookupError(f"no metadata quorum leader at {bootstrap} after {timeout_s:.0f} s")
+    return found[0]
+
+
+def active_controller(bootstrap: str, *, kraft: bool) -> int:
+    """The node id of a cluster's active controller now: the metadata quorum's leader on a
+    KRaft cluster, the controller its brokers name on a ZooKeeper one."""
+    return quorum_leader(bootstrap) if kraft else cluster_controller(bootstrap)
 
 
 def leader_of(bootstrap: str, topic: str, partition: int) -> int:

@@ -25,12 +25,14 @@ from eoslab.probe.command import app as probe_app
 from eoslab.proxy.command import app as chaos_app
 from eoslab.refbroker.command import app as refbroker_app
 from eoslab.report.command import app as report_app
-from eoslab.rundir import REPLICATION
+from eoslab.rundir import LAB_TARGETS, REPLICATION
 from eoslab.runtime import LabError, get_runtime, processes
 from eoslab.runtime import smoke as smoke_lib
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.status import ClusterView, LabStatus
+from eoslab.runtime.topology import LabConfig, parse_targets
 from eoslab.scenarios import command as scenarios_command
+from eoslab.settings import TARGETS
 from eoslab.verify import command as verify_command
 
 WARMUP_MODULE = "eoslab.verify.warmup"
@@ -55,32 +57,45 @@ app.add_typer(
 )
 
 ServiceArgument = Annotated[
-    str, typer.Argument(help="A service, e.g. kafka-2, zookeeper, refbroker.")
+    str, typer.Argument(help="A service, e.g. kafka-2, kafka4-1, zookeeper, refbroker.")
 ]
 
 
+CLUSTER_TITLES = {"kafka": "Kafka 3.9", "kafka4": "Kafka 4", "refbroker": "reference broker"}
+
+
 @lab_app.command()
-def up(runtime: RuntimeOption = "local") -> None:
-    """Start ZooKeeper, three Kafka brokers, the chaos proxy, the reference broker, the
-    consumers' PostgreSQL, the warm Spark and Airflow."""
-    lab = get_runtime(runtime)
+def up(
+    targets: Annotated[
+        str | None,
+        typer.Option(
+            "--targets",
+            envvar=TARGETS,
+            help=f"Only these targets, comma-separated (default: all, {','.join(LAB_TARGETS)}).",
+        ),
+    ] = None,
+    runtime: RuntimeOption = "local",
+) -> None:
+    """Start the targets' clusters (ZooKeeper and three Kafka 3.9 brokers, three Kafka 4 KRaft
+    nodes, the reference broker), the chaos proxy, the consumers' PostgreSQL, the warm Spark
+    and Airflow."""
     try:
+        chosen = None if targets is None else parse_targets(targets.split(","))
+        lab = get_runtime(runtime, None if chosen is None else LabConfig(targets=chosen))
         status = lab.up()
-    except (LabError, KeyError) as error:
+    except (LabError, KeyError, ValueError) as error:
         raise fail(error) from error
     _print_status(status, partitions=False)
     if isinstance(lab, LocalRuntime) and lab.config.with_spark_connect:
         _warm_up_spark(lab)
     if isinstance(lab, LocalRuntime) and lab.config.with_airflow:
         console.print(lab.airflow().login_banner())
+    reached = "   ".join(
+        f"{CLUSTER_TITLES[target]}: [bold]{view.bootstrap}[/]"
+        for target, view in status.clusters.items()
+    )
     console.print(
-        f"\nThe lab is up. Kafka: [bold]{status.kafka.bootstrap}[/]"
-        + (
-            f"   reference broker: [bold]{status.refbroker.bootstrap}[/]"
-            if status.refbroker
-            else ""
-        )
-        + "\nStop it with [bold]make lab down[/] (or `eoslab lab down`)."
+        f"\nThe lab is up. {reached}\nStop it with [bold]make lab down[/] (or `eoslab lab down`)."
     )
 
 
@@ -147,7 +162,7 @@ def smoke(
 ) -> None:
     """Produce idempotently to each target, read back, and check: complete, once, in order."""
     config = get_runtime(runtime).config
-    targets = {"kafka": config.bootstrap_servers, "refbroker": config.refbroker_bootstrap}
+    targets = {target: config.bootstrap(target) for target in config.targets}
     table = Table(title="smoke check")
     for column in ("target", "acked", "read", "lost", "duplicates", "reordered", "verdict"):
         table.add_column(column)
@@ -223,9 +238,8 @@ def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
             f"Logs: {folders}/<service>.log (`eoslab lab logs SERVICE` shows the last lines)",
             soft_wrap=True,
         )
-    for title, view in (("Kafka", status.kafka), ("reference broker", status.refbroker)):
-        if view is not None:
-            _print_cluster(title, view, partitions)
+    for target, view in status.clusters.items():
+        _print_cluster(CLUSTER_TITLES[target], view, partitions)
 
 
 def _print_cluster(title: str, view: ClusterView, partitions: bool) -> None:

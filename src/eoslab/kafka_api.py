@@ -1,11 +1,20 @@
 """Kafka API keys and error codes by the names Kafka's docs and logs use ("Produce",
 "OUT_OF_ORDER_SEQUENCE_NUMBER"), from kio's index: the one parser the proxy, the reference
-broker, the nemesis and the scenario files share. The wire carries numbers."""
+broker, the nemesis and the scenario files share. The wire carries numbers. And the framing of
+one request and its response, for the lab's own protocol-level clients (the probe, the
+DescribeQuorum of :mod:`eoslab.admin`)."""
 
 from __future__ import annotations
 
+import io
+import struct
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
+from kio.serial import entity_reader, entity_writer
+
+SIZE_PREFIX = struct.Struct(">i")
 
 API_NAMES: dict[int, str] = {
     key: "".join(part.capitalize() for part in snake.split("_"))
@@ -54,3 +63,24 @@ def parse_error(value: str | int) -> ErrorCode:
         raise ValueError(
             f"unknown Kafka error {value!r} (names such as OUT_OF_ORDER_SEQUENCE_NUMBER)"
         ) from None
+
+
+def encode_request(request: Any, correlation_id: int, client_id: str | None) -> bytes:
+    """Size prefix + the request header version its schema names (v1 or v2) + the body."""
+    header = request.__header_schema__(
+        request_api_key=request.__api_key__,
+        request_api_version=request.__version__,
+        correlation_id=correlation_id,
+        client_id=client_id,
+    )
+    buffer = io.BytesIO()
+    entity_writer(type(header))(buffer, header)
+    entity_writer(type(request))(buffer, request)
+    return SIZE_PREFIX.pack(buffer.tell()) + buffer.getvalue()
+
+
+def decode_response(frame: bytes, response_type: type[Any]) -> Any:
+    """A response body from its frame (without the size prefix), past its header."""
+    _header, size = entity_reader(response_type.__header_schema__)(frame, 0)
+    response, _ = entity_reader(response_type)(frame, size)
+    return response

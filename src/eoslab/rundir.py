@@ -79,7 +79,9 @@ key_seq at or below the last one its order applied, a late older one among them:
 ``effects`` tell which, see ``effect_lost``), ``foreign`` (not a workload record of this run:
 nothing applied, committed past). ``member_id`` and ``generation`` are the group
 membership the consumer's librdkafka held when it processed the record or sent the commit
-(the generation its OffsetCommit carries): ``""`` and -1 outside a group generation.
+(the generation its OffsetCommit carries): ``""`` and -1 outside a group generation. Under the
+consumer group protocol of KIP-848 (``consumption.group_protocol`` ``consumer``) ``generation``
+is the member epoch, which OffsetCommit carries in the same field.
 Commit ``trigger`` (:class:`CommitTrigger`): ``every`` (commit_every records since the last),
 ``idle`` (nothing left to read), ``revoke`` (partitions about to be taken away), ``close``
 (clean end of the session), ``auto`` (librdkafka's auto-commit, from its commit report).
@@ -104,13 +106,16 @@ from eoslab.settings import runs_root
 
 RUN_FORMAT: Literal[1] = 1
 
-LabTarget = Literal["kafka", "refbroker"]
-"""The lab's two systems under test: the 3-broker Kafka cluster and the reference broker."""
+LabTarget = Literal["kafka", "kafka4", "refbroker"]
+"""The lab's systems under test: the 3-broker Kafka 3.9 cluster on ZooKeeper, the 3-node Kafka 4
+cluster in KRaft mode, and the reference broker."""
 Target = LabTarget | Literal["external"]
 """Where a run goes: one of the lab's targets, or a cluster the user names (Kafka's rules)."""
 LAB_TARGETS: tuple[LabTarget, ...] = get_args(LabTarget)
 TARGETS: tuple[str, ...] = (*LAB_TARGETS, "external")
-REPLICATION: dict[str, int] = {"kafka": 3, "refbroker": 1, "external": 3}
+KAFKA_TARGETS: tuple[LabTarget, ...] = ("kafka", "kafka4")
+"""The lab's real Kafka clusters (what a rule of Kafka's applies to)."""
+REPLICATION: dict[str, int] = {"kafka": 3, "kafka4": 3, "refbroker": 1, "external": 3}
 """The replication factor of a run's topic on each target (the reference broker is one node)."""
 
 
@@ -301,6 +306,17 @@ class RunInfo(BaseModel):
                 counts[session.fatal] = counts.get(session.fatal, 0) + 1
         return counts
 
+    @property
+    def cell_name(self) -> str:
+        """The run's cell as matrices and reports name it (:func:`cell_name`)."""
+        consumption = self.consumption
+        return cell_name(
+            self.scenario,
+            None if consumption is None else consumption.mode,
+            self.client,
+            "classic" if consumption is None else consumption.group_protocol,
+        )
+
     def invalid_because(self) -> list[str]:
         """Why the run does not test what its scenario says: its problems, and every step that
         did not take effect. Empty for a valid run."""
@@ -401,12 +417,20 @@ class Verdict(BaseModel):
     links: VerdictLinks
 
 
-def cell_name(scenario: str, mode: str | None, client: str | None = None) -> str:
+KIP848_SUFFIX = "kip848"
+
+
+def cell_name(
+    scenario: str, mode: str | None, client: str | None = None, group_protocol: str = "classic"
+) -> str:
     """How a run's scenario is named in run ids, matrices and reports: with its handler mode
-    when it has a consumer workload (``consumer-crash-before-commit.dedup-table``), with its
-    producers' librdkafka when a scenario asks for an older one (``lost-request_librdkafka-2.2.0``;
+    when it has a consumer workload (``consumer-crash-before-commit.dedup-table``), ``.kip848``
+    when its consumers use the consumer group protocol of KIP-848, and with its producers'
+    librdkafka when a scenario asks for an older one (``lost-request_librdkafka-2.2.0``;
     characters a Kafka topic name allows)."""
     name = scenario if mode is None else f"{scenario}.{mode}"
+    if group_protocol == "consumer":
+        name = f"{name}.{KIP848_SUFFIX}"
     return name if client is None else f"{name}_librdkafka-{client}"
 
 
@@ -596,6 +620,12 @@ class RunDir:
 HandlerMode = Literal["auto-commit", "commit-after", "idempotent", "dedup-table"]
 """How a consumer applies records and commits offsets (ARCHITECTURE.md, "The consumer half")."""
 HANDLER_MODES: tuple[HandlerMode, ...] = get_args(HandlerMode)
+GroupProtocol = Literal["classic", "consumer"]
+"""The consumer group protocol (librdkafka's ``group.protocol``): ``classic`` (JoinGroup,
+SyncGroup, Heartbeat: the group leader assigns) or ``consumer``, KIP-848's
+(ConsumerGroupHeartbeat: the broker assigns, a member epoch per member). The lab's Kafka 4 speaks
+both; Kafka 3.9 and the reference broker the classic one only."""
+GROUP_PROTOCOLS: tuple[GroupProtocol, ...] = get_args(GroupProtocol)
 
 
 def handler_mode(name: str | None) -> HandlerMode | None:
@@ -606,6 +636,18 @@ def handler_mode(name: str | None) -> HandlerMode | None:
         if name == mode:
             return mode
     raise ValueError(f"unknown handler mode {name!r}; choose one of: {', '.join(HANDLER_MODES)}")
+
+
+def group_protocol_of(name: str | None) -> GroupProtocol | None:
+    """``name`` as a group protocol (None or empty: None); ValueError naming the choices."""
+    if not name:
+        return None
+    for protocol in GROUP_PROTOCOLS:
+        if name == protocol:
+            return protocol
+    raise ValueError(
+        f"unknown group protocol {name!r}; choose one of: {', '.join(GROUP_PROTOCOLS)}"
+    )
 
 
 class Effect(StrEnum):
@@ -694,6 +736,7 @@ class ConsumptionInfo(BaseModel):
 
     group: str
     mode: HandlerMode
+    group_protocol: GroupProtocol = "classic"
     sink: str
     """``sqlite:<path>`` or the PostgreSQL URL without its password."""
     consumers: int

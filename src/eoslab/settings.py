@@ -9,6 +9,8 @@ variable                   meaning
 EOSLAB_HOME                the checkout (default: found from the current directory)
 EOSLAB_LAB_DIR             the lab's state folder (default: ``.lab/`` in the checkout)
 EOSLAB_PORT_OFFSET         added to every base port, for a second lab beside the first
+EOSLAB_TARGETS             the targets ``eoslab lab up`` brings up, comma-separated (default:
+                           every lab target: ``kafka,kafka4,refbroker``)
 EOSLAB_WITH_AIRFLOW        ``0`` leaves Airflow out of ``eoslab lab up``
 EOSLAB_WITH_POSTGRES       ``0`` leaves the consumers' PostgreSQL out of ``eoslab lab up``
 EOSLAB_WITH_SPARK_CONNECT  ``0`` leaves the warm Spark (Spark Connect) out of ``eoslab lab up``
@@ -34,6 +36,7 @@ HOST = "127.0.0.1"
 HOME = "EOSLAB_HOME"
 LAB_DIR = "EOSLAB_LAB_DIR"
 PORT_OFFSET = "EOSLAB_PORT_OFFSET"
+TARGETS = "EOSLAB_TARGETS"
 WITH_AIRFLOW = "EOSLAB_WITH_AIRFLOW"
 WITH_POSTGRES = "EOSLAB_WITH_POSTGRES"
 WITH_SPARK_CONNECT = "EOSLAB_WITH_SPARK_CONNECT"
@@ -49,7 +52,8 @@ RUNTIMES = ("local", "compose")
 class BasePort(IntEnum):
     """The documented ports (ARCHITECTURE.md, "Defaults"); a lab adds its port offset.
 
-    Kafka's ports are per broker: the base plus the broker id (9091, 9092, 9093, ...).
+    Kafka's ports are per broker: the base plus the broker id (9091, 9092, 9093, ...); so are
+    Kafka 4's, per node (9291, 9292, 9293).
     """
 
     ZOOKEEPER = 2181
@@ -61,6 +65,14 @@ class BasePort(IntEnum):
     """Broker i's inter-broker listener (no proxy)."""
     KAFKA_DIRECT = 39090
     """Broker i's optional listener around the proxy (benchmarks, checks of the log)."""
+    KAFKA4 = 9290
+    """What clients reach: the chaos proxy in front of Kafka 4 node i listens on 9290 + i."""
+    KAFKA4_CLIENT = 29290
+    """Kafka 4 node i's own client listener (behind the proxy)."""
+    KAFKA4_INTERNAL = 19290
+    """Kafka 4 node i's inter-broker listener (no proxy)."""
+    KAFKA4_CONTROLLER = 19390
+    """Kafka 4 node i's KRaft controller listener (the metadata quorum; no proxy)."""
     REFBROKER = 9192
     """What clients reach: the proxy in front of the reference broker."""
     REFBROKER_CLIENT = 29192
@@ -117,6 +129,11 @@ def kafka_lib() -> Path:
     return project_root() / "services" / "kafka" / "lib"
 
 
+def kafka4_lib() -> Path:
+    """The Kafka 4 (KRaft) node jars fetched by `make setup`."""
+    return project_root() / "services" / "kafka4" / "lib"
+
+
 def spark_jars() -> Path:
     """The checker's connectors (Spark's Kafka source, the sink's JDBC drivers) and their
     dependencies, fetched by `make setup`."""
@@ -144,6 +161,14 @@ def reports_root() -> Path:
 
 def port_offset() -> int:
     return int(os.environ.get(PORT_OFFSET, "0"))
+
+
+def lab_targets() -> tuple[str, ...] | None:
+    """$EOSLAB_TARGETS as names (checked by the runtime's topology), or None when unset."""
+    configured = os.environ.get(TARGETS, "").strip()
+    if not configured:
+        return None
+    return tuple(name.strip() for name in configured.split(",") if name.strip())
 
 
 def with_airflow() -> bool:

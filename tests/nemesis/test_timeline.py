@@ -40,6 +40,27 @@ def test_steps_for_another_target_are_left_out_and_the_leader_is_the_refbroker()
     assert {s.target for s in resolved} == {"refbroker"}
 
 
+def test_random_brokers_and_the_controller_on_kafka4() -> None:
+    """A seeded pick among the KRaft nodes; the controller is looked up when the step starts
+    (on the reference broker it is the broker)."""
+    scenario = parse_scenario(
+        {
+            "name": "kraft",
+            "description": "kafka4 targets",
+            "targets": ["kafka4", "refbroker"],
+            "nemesis": [
+                {"kind": "kill", "at": 1, "target": "random-broker", "duration": 1},
+                {"kind": "pause", "at": 2, "target": "controller", "duration": 1},
+            ],
+        },
+        "kraft",
+    )
+    picks = {resolve(scenario.nemesis, "kafka4", seed)[0].target for seed in range(20)}
+    assert picks == {"kafka4-1", "kafka4-2", "kafka4-3"}
+    assert resolve(scenario.nemesis, "kafka4", 0)[1].target == "controller"
+    assert resolve(scenario.nemesis, "refbroker", 0)[1].target == "refbroker"
+
+
 class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, int]] = []

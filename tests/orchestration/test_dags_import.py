@@ -46,7 +46,7 @@ def test_dags_import_without_errors_and_bound_every_task(airflow_env: dict[str, 
 
     scenario = found["dags"]["eos_scenario"]
     assert scenario["params"]["scenario"]["enum"] == sorted(catalogue())
-    assert scenario["params"]["target"]["enum"] == ["kafka", "refbroker"]
+    assert scenario["params"]["target"]["enum"] == ["kafka", "kafka4", "refbroker"]
     assert scenario["params"]["producer_overrides"]["type"] == "object"
     assert "integer" in scenario["params"]["records"]["type"]
     assert "integer" in scenario["params"]["seed"]["type"]

@@ -59,8 +59,7 @@ def airflow_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRunti
     config = LabConfig(
         state_dir=tmp_path_factory.mktemp("airflow-lab"),
         port_offset=PORT_OFFSET,
-        brokers=0,
-        with_refbroker=False,
+        targets=(),
         with_postgres=False,
         with_spark_connect=False,
         with_airflow=True,

@@ -30,7 +30,7 @@ def test_the_full_matrix_runs_every_consumer_scenario_in_each_of_its_modes() -> 
     crash = {(c.target, c.mode) for c in cells if c.scenario == "consumer-crash-before-commit"}
     assert crash == {
         (t, m)
-        for t in ("kafka", "refbroker")
+        for t in ("kafka", "kafka4", "refbroker")
         for m in ("commit-after", "idempotent", "dedup-table")
     }
     for name, modes in END_TO_END.items():

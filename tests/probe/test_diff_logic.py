@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from eoslab.probe import command
 from eoslab.probe.command import app, transcript_table
-from eoslab.probe.diff import diff_group_runs, diff_runs
+from eoslab.probe.diff import VERSION_DIFFERENCE, diff_group_runs, diff_runs
 from eoslab.probe.flows import KIP360
 from eoslab.probe.group_flows import JOIN_BARRIER
 from eoslab.probe.group_runner import GroupFlowRun
@@ -81,3 +83,39 @@ def test_a_group_transcript_prints_as_a_table_and_the_flows_are_listed() -> None
     listed = CliRunner().invoke(app, ["list"], env={"COLUMNS": "200"})
     assert listed.exit_code == 0
     assert all(name in listed.output for name in ("group-join-barrier", "group-stale-commit"))
+
+
+def test_kafka4_answering_otherwise_is_a_version_difference_not_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kafka = kip360_run("kafka", "NONE", tracked=True)
+    kafka4 = kip360_run("kafka4", "NONE", tracked=True)
+    kafka4.exchanges[-1].error = "UNKNOWN_PRODUCER_ID"  # as if 4.x had forgotten the producer
+    result = diff_runs(kafka, kip360_run("refbroker", "NONE", tracked=False), kafka4)
+    assert [(d.tag, d.what, d.kafka, d.kafka4, d.known) for d in result.versions] == [
+        ("c", "error", "NONE", "UNKNOWN_PRODUCER_ID", VERSION_DIFFERENCE),
+        ("c", "offset", 2, None, VERSION_DIFFERENCE),
+    ]
+    # the reference broker is still judged against Kafka 3.9 alone, each row showing Kafka 4
+    assert [(d.what, d.kafka, d.refbroker, d.kafka4) for d in result.differences] == [
+        ("tracked", True, False, True)
+    ]
+    assert result.conforms
+    assert not result.identical
+    answer = result.as_json()
+    assert set(answer["transcripts"]) == {"kafka", "kafka4", "refbroker"}
+    assert len(answer["version_differences"]) == 2
+    recorder = Console(width=200, record=True)
+    monkeypatch.setattr(command, "console", recorder)
+    command.print_diff(result)
+    printed = recorder.export_text()
+    assert "kafka4" in printed
+    assert "2 version difference(s) between the two Kafkas" in printed
+
+
+def test_a_three_way_diff_of_equal_answers_is_identical() -> None:
+    result = diff_group_runs(
+        barrier_run("kafka", 1), barrier_run("refbroker", 1), barrier_run("kafka4", 1)
+    )
+    assert result.identical
+    assert result.versions == []

@@ -87,8 +87,8 @@ def proxied_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxiedK
     config = LabConfig(
         state_dir=tmp_path_factory.mktemp("proxied-kafka"),
         port_offset=CHAOS_PORT_OFFSET,
+        targets=("kafka",),
         brokers=1,
-        with_refbroker=False,
         with_postgres=False,
         with_spark_connect=False,
         direct_listener=True,

@@ -13,8 +13,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12 import MetadataRequest
 from refbroker_process import HOST, RunningBroker
 
+from eoslab.kafka_api import encode_request
 from eoslab.probe.batches import record_batch
-from eoslab.probe.client import encode_request
 from eoslab.probe.requests import (
     READ_COMMITTED,
     add_offsets_to_txn_request,

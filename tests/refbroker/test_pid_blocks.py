@@ -32,8 +32,8 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     config = LabConfig(
         state_dir=tmp_path_factory.mktemp("zk"),
         port_offset=ZOOKEEPER_PORT_OFFSET,
-        brokers=0,
-        with_refbroker=False,
+        targets=(),
+        with_zookeeper=True,
         with_postgres=False,
         with_spark_connect=False,
         with_airflow=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,12 @@ def test_services_match_the_local_topology(spec: dict) -> None:
     assert set(spec["services"]) == local | AIRFLOW_SUPPORT
     for i in (1, 2, 3):
         assert spec["services"][f"kafka-{i}"]["environment"]["BROKER_ID"] == str(i)
+        assert spec["services"][f"kafka4-{i}"]["environment"]["NODE_ID"] == str(i)
+    # one KRaft cluster: the three nodes formatted with one cluster id (16 bytes, base64url)
+    (cluster_id,) = {
+        spec["services"][f"kafka4-{i}"]["environment"]["CLUSTER_ID"] for i in (1, 2, 3)
+    }
+    assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
 
 
 def test_every_port_is_published_on_loopback(spec: dict) -> None:
@@ -50,7 +57,11 @@ def test_healthchecks_and_start_order(spec: dict) -> None:
     assert all("healthcheck" in s for s in long_running.values())
     for i in (1, 2, 3):
         assert services[f"kafka-{i}"]["depends_on"]["zookeeper"]["condition"] == "service_healthy"
-    assert set(services["proxy"]["depends_on"]) == {"kafka-1", "kafka-2", "kafka-3", "refbroker"}
+    assert set(services["proxy"]["depends_on"]) == {
+        *(f"kafka-{i}" for i in (1, 2, 3)),
+        *(f"kafka4-{i}" for i in (1, 2, 3)),
+        "refbroker",
+    }
     assert not services["zookeeper"].get("depends_on")
 
 
@@ -190,6 +201,11 @@ def test_compose_verbs_act_on_the_services_containers() -> None:
         ("restart", "eoslab-kafka-2-1", int(runtime.config.stop_grace_s)),
     ]
     assert runtime.logs("kafka-2", 7) == "last 7 lines of eoslab-kafka-2-1"
+
+
+def test_compose_runs_every_target_or_says_so() -> None:
+    with pytest.raises(LabError, match=r"runs every target.*local runtime"):
+        ComposeRuntime(LabConfig(port_offset=0, targets=("kafka4",)))
 
 
 def test_compose_verbs_name_the_fix_for_unknown_or_missing_services() -> None:

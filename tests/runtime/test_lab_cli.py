@@ -92,6 +92,31 @@ def test_up_status_down_leaves_nothing_behind(lab_env: dict[str, str]) -> None:
     )
 
 
+def test_up_brings_up_only_the_targets_asked_for(lab_env: dict[str, str]) -> None:
+    """`lab up --targets`; the later commands see the lab as it was brought up."""
+    env = {**lab_env, "EOSLAB_WITH_POSTGRES": "0", "EOSLAB_WITH_SPARK_CONNECT": "0"}
+    env.pop("EOSLAB_TARGETS", None)
+    refused = run(env, "lab", "up", "--targets", "kafka,mongodb", timeout=60)
+    assert refused.returncode == 1
+    assert "unknown target 'mongodb'; choose one of: kafka, kafka4, refbroker" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    up = run(env, "lab", "up", "--targets", "refbroker")
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        status = run(env, "lab", "status", "--json")
+        assert status.returncode == 0, status.stderr
+        report = json.loads(status.stdout)
+        assert report["up"] is True
+        assert [s["name"] for s in report["services"]] == ["zookeeper", "refbroker", "proxy"]
+        assert report["refbroker"]["reachable"] is True
+        assert "kafka" not in report
+        assert "kafka4" not in report
+    finally:
+        down = run(env, "lab", "down")
+    assert down.returncode == 0, down.stderr
+    assert ours(env["EOSLAB_LAB_DIR"]) == []
+
+
 def test_port_in_use_is_named(lab_env: dict[str, str]) -> None:
     port = 2181 + int(lab_env["EOSLAB_PORT_OFFSET"])
     with socket.socket() as squatter:

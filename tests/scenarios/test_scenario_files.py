@@ -14,9 +14,11 @@ import yaml
 from typer.testing import CliRunner
 
 from eoslab.rundir import CONSUMER_ANOMALIES, PRODUCER_ANOMALIES
+from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.command import app
-from eoslab.scenarios.executor import RunError, plan
+from eoslab.scenarios.executor import RunError, execute, plan
 
 CATALOGUE = [
     "baseline",
@@ -29,6 +31,7 @@ CATALOGUE = [
     "leader-kill",
     "leader-pause",
     "leader-partition",
+    "controller-kill",
     "rolling-restart",
     "no-idempotence",
     "acks-1",
@@ -165,7 +168,7 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
             "nemesis.0",
             "either at or after_acked",
         ),
-        ({"targets": ["kafka", "mongodb"]}, "targets.1", "'kafka' or 'refbroker'"),
+        ({"targets": ["kafka", "mongodb"]}, "targets.1", "'kafka', 'kafka4' or 'refbroker'"),
         (
             {"nemesis": [{"kind": "kill", "at": 1, "target": "kafka-9"}]},
             "nemesis.0.target",
@@ -191,7 +194,7 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
         (
             {"expected": {"on": {"kafak": {}}}},
             "expected.on.kafak",
-            "unknown name; known names: kafka, refbroker",
+            "unknown name; known names: kafka, kafka4, refbroker",
         ),
         (
             {"expected": {"errors": {"NOT_AN_ERROR": ">0"}}},
@@ -234,6 +237,23 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
             {"expected": {"fatal": {"NOT_AN_ERROR": ">0"}}},
             "expected.fatal",
             "unknown Kafka error",
+        ),
+        (
+            {"consumers": {"mode": "dedup-table", "group_protocol": "consumer"}},
+            "",
+            "consumer (KIP-848) is Kafka 4's; not on ['kafka']",
+        ),
+        (
+            {
+                "targets": ["kafka4"],
+                "consumers": {
+                    "mode": "dedup-table",
+                    "group_protocol": "consumer",
+                    "config": {"session.timeout.ms": 10000},
+                },
+            },
+            "consumers",
+            "session.timeout.ms belong to the classic protocol",
         ),
     ],
 )
@@ -377,9 +397,55 @@ def test_the_list_reads_in_80_columns() -> None:
     text = " ".join(done.stdout.split())
     assert "scenarios show NAME" in text
     assert (
-        "consumer-crash-before-commit kafka, refbroker · modes: commit-after, idempotent, "
+        "consumer-crash-before-commit kafka, kafka4, refbroker · modes: commit-after, idempotent, "
         "dedup-table · faults: consumer-crash expects >0: redelivered, effect_duplicate "
         "(commit-after); redelivered (idempotent, dedup-table)"
     ) in text
-    assert "no-idempotence kafka, refbroker · faults: proxy expects >0: duplicate" in text
+    assert "no-idempotence kafka, kafka4, refbroker · faults: proxy expects >0: duplicate" in text
     assert " ".join(find_scenario("auto-commit-crash").description.split())[:40] not in text
+
+
+def test_consumer_scenarios_run_under_both_protocols_on_kafka4_only() -> None:
+    zombie = find_scenario("zombie-consumer")
+    assert zombie.group_protocols("kafka4") == ["classic", "consumer"]
+    assert zombie.group_protocols("kafka") == ["classic"]
+    assert zombie.group_protocols("refbroker") == ["classic"]
+    assert find_scenario("baseline").group_protocols("kafka4") == ["classic"]
+
+
+def test_the_consumer_protocol_leaves_the_session_to_the_broker() -> None:
+    spec = find_scenario("zombie-consumer").consumer_workload(None)
+    assert spec is not None
+    assert spec.consumer_config["session.timeout.ms"] == 6000
+    assert "group.protocol" not in spec.consumer_config  # classic: librdkafka's default
+    kip848 = spec.model_copy(update={"group_protocol": "consumer"}).consumer_config
+    assert kip848["group.protocol"] == "consumer"
+    assert not {"session.timeout.ms", "heartbeat.interval.ms"} & set(kip848)
+    assert kip848["auto.offset.reset"] == "earliest"
+
+
+@pytest.mark.parametrize("target", ["kafka", "refbroker"])
+def test_a_run_refuses_the_consumer_protocol_where_no_broker_speaks_it(
+    tmp_path: Path, target: str
+) -> None:
+    """Refused before anything is created: no run directory, no topic."""
+    nowhere = LabConfig(state_dir=tmp_path / "lab", port_offset=9999, with_airflow=False)
+    with pytest.raises(RunError, match="needs Kafka 4: target kafka4"):
+        execute(
+            find_scenario("zombie-consumer"),
+            target,
+            runtime=LocalRuntime(nowhere),
+            config=nowhere,
+            runs_root=tmp_path / "runs",
+            group_protocol="consumer",
+        )
+    with pytest.raises(RunError, match="goes with consumers"):
+        execute(
+            find_scenario("baseline"),
+            "kafka4",
+            runtime=LocalRuntime(nowhere),
+            config=nowhere,
+            runs_root=tmp_path / "runs",
+            group_protocol="consumer",
+        )
+    assert not (tmp_path / "runs").exists()

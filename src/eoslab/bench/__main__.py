@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eoslab.bench import checker, produce_throughput, warm_check
+from eoslab.bench import checker, clusters, produce_throughput, warm_check
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
 from eoslab.settings import project_root
@@ -92,8 +92,8 @@ def main() -> None:
             LabConfig(
                 state_dir=Path(state),
                 port_offset=BENCH_PORT_OFFSET,
+                targets=("kafka",),
                 brokers=1,
-                with_refbroker=False,
                 direct_listener=True,
                 with_airflow=False,
             )
@@ -107,6 +107,7 @@ def main() -> None:
             results["warm_check"] = warm_check.run(lab)
         finally:
             lab.down()
+        results["kafka4"] = clusters.run(Path(state), BENCH_PORT_OFFSET, args.records, args.repeats)
     if not args.skip_make_lab:
         results["make_lab"] = time_lab_run("default")
     if not args.skip_conformance:

@@ -82,11 +82,11 @@ def best_of(repeats: int, bootstrap: str, topic: str, records: int) -> dict[str,
     }
 
 
-def new_topic(bootstrap: str, config: dict[str, str] | None = None) -> str:
-    """A one-partition, one-replica topic: one broker does all the work."""
+def new_topic(bootstrap: str, config: dict[str, str] | None = None, replication: int = 1) -> str:
+    """A one-partition topic, one replica unless told: one broker does all the work."""
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1, config=config or {})])[topic].result(60)
+    admin.create_topics([NewTopic(topic, 1, replication, config=config or {})])[topic].result(60)
     return topic
 
 

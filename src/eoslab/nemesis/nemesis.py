@@ -21,15 +21,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from eoslab.admin import LeaderLookupError, find_leader, group_coordinator, leader_of
+from eoslab.admin import (
+    LeaderLookupError,
+    active_controller,
+    find_leader,
+    group_coordinator,
+    leader_of,
+)
 from eoslab.clock import now_ms
 from eoslab.fault_events import FaultEffect, FaultEvent, FaultPhase, append_event
-from eoslab.nemesis.steps.base import COORDINATOR, FOLLOWERS, LEADER, ResolvedStep
+from eoslab.nemesis.steps.base import CONTROLLER, COORDINATOR, FOLLOWERS, LEADER, ResolvedStep
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.run_context import RunContext
 from eoslab.runtime.lab import ProcessFaults
-from eoslab.runtime.topology import REFBROKER_SERVICE, kafka_service
+from eoslab.runtime.topology import REFBROKER_SERVICE, broker_service
 from eoslab.workload.consumer_workload import ConsumerWorkload
 from eoslab.workload.supervisor import Workload
 
@@ -150,15 +156,18 @@ class Nemesis:
         self._record(step).observed.update(observed)
 
     def service(self, step: ResolvedStep) -> str:
-        """The step's service; "leader" and "coordinator" are looked up once, at its start."""
+        """The step's service; "leader", "coordinator" and "controller" are looked up once, at its
+        start."""
         known = self._known_service(step)
-        if known is not None and known not in (LEADER, COORDINATOR, FOLLOWERS):
+        if known is not None and known not in (LEADER, COORDINATOR, CONTROLLER, FOLLOWERS):
             return known
         service = step.target
         if service == LEADER:
             service = self.leader_of(getattr(step.step, "partition", 0))
         elif service == COORDINATOR:
             service = self.coordinator()
+        elif service == CONTROLLER:
+            service = self.controller()
         if service is None:
             raise NemesisError(f"step {step.index} ({step.kind}) has no target")
         with self._lock:
@@ -180,7 +189,7 @@ class Nemesis:
                 found = find_leader(self.context.bootstrap, self.context.topic, partition)
             except LeaderLookupError as error:
                 raise NemesisError(str(error)) from error
-            known = ",".join(kafka_service(f) for f in found.followers)
+            known = ",".join(broker_service(self.context.lab_target, f) for f in found.followers)
             with self._lock:
                 self._services[step.index] = known
         return known.split(",") if known else []
@@ -194,7 +203,8 @@ class Nemesis:
         if self.context.lab_target == "refbroker":
             return REFBROKER_SERVICE
         try:
-            return kafka_service(leader_of(self.context.bootstrap, self.context.topic, partition))
+            found = leader_of(self.context.bootstrap, self.context.topic, partition)
+            return broker_service(self.context.lab_target, found)
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
 
@@ -203,9 +213,24 @@ class Nemesis:
         if self.context.lab_target == "refbroker":
             return REFBROKER_SERVICE
         try:
-            return kafka_service(group_coordinator(self.context.bootstrap, self.consumers().group))
+            group = self.consumers().group
+            return broker_service(
+                self.context.lab_target, group_coordinator(self.context.bootstrap, group)
+            )
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
+
+    def controller(self) -> str:
+        """The service that is the target's active controller now."""
+        if self.context.lab_target == "refbroker":
+            return REFBROKER_SERVICE
+        try:
+            found = active_controller(
+                self.context.bootstrap, kraft=self.context.lab_target == "kafka4"
+            )
+        except LeaderLookupError as error:
+            raise NemesisError(str(error)) from error
+        return broker_service(self.context.lab_target, found)
 
     def broke(
         self, step: ResolvedStep, repair: str, undo: Callable[[], object], **memo: Any

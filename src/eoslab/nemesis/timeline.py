@@ -3,8 +3,9 @@
 A scenario lists steps (`steps/`). Each starts at an offset (``at``: seconds from the
 workload's start, or ``after_acked``: once that many records are acknowledged), optionally
 shifted by a seeded ``jitter``, and steps that end have a ``duration`` (or an ``until``
-offset). Targets are a service (``kafka-2``, ``refbroker``), ``random-broker`` (a seeded pick)
-or ``leader`` (the current leader of ``partition``, looked up when the step starts).
+offset). Targets are a service (``kafka-2``, ``kafka4-1``, ``refbroker``), ``random-broker`` (a
+seeded pick), ``leader`` (the current leader of ``partition``), ``coordinator`` (the group's)
+or ``controller`` (the active one), looked up when the step starts.
 
 :func:`resolve` turns the steps into :class:`ResolvedStep` s for one target and seed, with
 every random choice made: the same scenario and seed give the same timeline.
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from eoslab.nemesis.steps import AnyStep
-from eoslab.nemesis.steps.base import COORDINATOR, LEADER, RANDOM_BROKER, ResolvedStep
+from eoslab.nemesis.steps.base import CONTROLLER, COORDINATOR, LEADER, RANDOM_BROKER, ResolvedStep
 from eoslab.rundir import LabTarget
 from eoslab.runtime.topology import REFBROKER_SERVICE, brokers_of
 
@@ -37,7 +38,7 @@ def resolve(steps: Sequence[AnyStep], target: LabTarget, seed: int) -> list[Reso
         service = step.service_target
         if service == RANDOM_BROKER:
             service = pick
-        elif service in (LEADER, COORDINATOR) and target == "refbroker":
+        elif service in (LEADER, COORDINATOR, CONTROLLER) and target == "refbroker":
             service = REFBROKER_SERVICE
         resolved.append(
             ResolvedStep(

@@ -53,7 +53,10 @@ def matrix(
     scenarios: Annotated[list[str] | None, typer.Option("--scenario", help="Only these.")] = None,
     targets: Annotated[
         list[str] | None,
-        typer.Option("--target", help=f"Only on these ({', '.join(LAB_TARGETS)})."),
+        typer.Option(
+            "--target",
+            help=f"Only on these ({', '.join(LAB_TARGETS)}; default: the lab's, EOSLAB_TARGETS).",
+        ),
     ] = None,
     records: Annotated[int | None, count_option("Records per cell.")] = None,
     verbose: Annotated[
@@ -67,7 +70,7 @@ def matrix(
     request: dict[str, object] = {
         "matrix": which,
         "scenarios": scenarios or [],
-        "targets": targets or [],
+        "targets": targets or list(LabConfig().targets),
     }
     if records is not None:
         request["records"] = records

@@ -2,10 +2,11 @@
 modes, and with how many records.
 
 The default matrix is small enough for `make lab` on two cores and covers both halves on every
-target (:data:`DEFAULT_CELLS`): the baseline and one fault the idempotent producer must
-survive (lost acks) on each target, the producer half's negative control (no idempotence), and
-the consumer half's crash between an effect and its commit, once as its negative control
-(commit-after doubles the effect) and once made exactly-once (dedup-table). The full matrix
+target (:data:`DEFAULT_CELLS`): on each target one fault the idempotent producer must survive
+(lost acks) and the consumer half's crash between an effect and its commit, and on Kafka 3.9
+each half's negative control: no idempotence (duplicates) and commit-after (a doubled effect).
+Kafka 4's consumer cell uses KIP-848's group protocol, the reference broker's and Kafka 4's
+consumers a PROCESSED_MESSAGE table (dedup-table), so no effect may double there. The full matrix
 is every catalogue scenario on every target it names, each consumer scenario in every mode it
 names, each scenario that names older clients once per client, and a few producer scenarios
 paired with consumers (:data:`END_TO_END`: exactly-once from the producer to the sink).
@@ -14,22 +15,18 @@ paired with consumers (:data:`END_TO_END`: exactly-once from the producer to the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from eoslab.rundir import HANDLER_MODES, LAB_TARGETS, HandlerMode
+from eoslab.rundir import (
+    HANDLER_MODES,
+    LAB_TARGETS,
+    GroupProtocol,
+    HandlerMode,
+    cell_name,
+)
 from eoslab.scenarios.catalogue import catalogue, load_scenario
 
-DEFAULT_CELLS: tuple[tuple[str, str, HandlerMode | None], ...] = (
-    ("baseline", "kafka", None),
-    ("baseline", "refbroker", None),
-    ("lost-acks", "kafka", None),
-    ("lost-acks", "refbroker", None),
-    ("no-idempotence", "kafka", None),
-    ("consumer-crash-before-commit", "kafka", "commit-after"),
-    ("consumer-crash-before-commit", "refbroker", "dedup-table"),
-)
-"""(scenario, target, handler mode) of the default matrix."""
 END_TO_END: dict[str, tuple[HandlerMode, ...]] = {
     "baseline": ("dedup-table",),
     "lost-acks": ("dedup-table",),
@@ -55,9 +52,28 @@ class Cell:
     """The consumers' handler mode; None: producers only."""
     client: str | None = None
     """An older librdkafka for the producers (a scenario's ``clients``); None: the workload's."""
+    group_protocol: GroupProtocol = "classic"
+    """The consumers' group protocol (``consumer``: KIP-848, Kafka 4 only)."""
+
+    @property
+    def name(self) -> str:
+        """The cell's scenario as run ids and reports name it (:func:`cell_name`)."""
+        return cell_name(self.scenario, self.mode, self.client, self.group_protocol)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+DEFAULT_CELLS: tuple[Cell, ...] = (
+    Cell("lost-acks", "kafka"),
+    Cell("no-idempotence", "kafka"),
+    Cell("consumer-crash-before-commit", "kafka", mode="commit-after"),
+    Cell("lost-acks", "kafka4"),
+    Cell("consumer-crash-before-commit", "kafka4", mode="dedup-table", group_protocol="consumer"),
+    Cell("lost-acks", "refbroker"),
+    Cell("consumer-crash-before-commit", "refbroker", mode="dedup-table"),
+)
+"""The default matrix, its records set by the request."""
 
 
 def plan(request: Mapping[str, Any]) -> list[Cell]:
@@ -65,14 +81,15 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
     explicit ``scenarios``; optional ``targets`` to narrow them, ``modes`` to run every chosen
     scenario with consumers in those handler modes instead of its own, and ``records`` per cell
     (the default matrix uses :data:`DEFAULT_RECORDS` unless told otherwise). A scenario that
-    names older clients gets a cell per client too (not with ``modes``)."""
+    names older clients gets a cell per client too (not with ``modes``); a cell with consumers
+    on Kafka 4 runs once per group protocol (classic and KIP-848's)."""
     matrix = request.get("matrix", "default")
     if matrix not in MATRICES:
         raise MatrixError(f"unknown matrix {matrix!r}; choose one of {', '.join(MATRICES)}")
     known = catalogue()
     explicit = request.get("scenarios") or []
     scenarios = explicit or (
-        tuple(dict.fromkeys(s for s, _, _ in DEFAULT_CELLS))
+        tuple(dict.fromkeys(cell.scenario for cell in DEFAULT_CELLS))
         if matrix == "default"
         else tuple(known)
     )
@@ -88,11 +105,7 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
     default_records = DEFAULT_RECORDS if matrix == "default" else None
     records = request.get("records", default_records)
     if matrix == "default" and not explicit and not modes:
-        return [
-            Cell(name, target, records, mode)
-            for name, target, mode in DEFAULT_CELLS
-            if target in targets
-        ]
+        return [replace(cell, records=records) for cell in DEFAULT_CELLS if cell.target in targets]
     cells = []
     for name in scenarios:
         scenario = load_scenario(known[name])
@@ -101,10 +114,11 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
             runs += END_TO_END.get(name, ())
         clients: list[str | None] = [None, *([] if modes else scenario.clients)]
         cells += [
-            Cell(name, target, records, mode, client)
+            Cell(name, target, records, mode, client, protocol)
             for target in targets
             if target in scenario.targets
             for mode in runs
             for client in clients
+            for protocol in scenario.group_protocols(target, mode)
         ]
     return cells

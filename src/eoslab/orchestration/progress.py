@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from eoslab.clock import now_ms
 from eoslab.orchestration.matrix import Cell
-from eoslab.rundir import RunDir, RunInfo, cell_name
+from eoslab.rundir import RunDir, RunInfo
 
 
 class Phase(StrEnum):
@@ -45,7 +45,7 @@ class CellProgress:
 
 
 def label(cell: Cell) -> str:
-    return f"{cell_name(cell.scenario, cell.mode, cell.client)}/{cell.target}"
+    return f"{cell.name}/{cell.target}"
 
 
 def _progress(name: str, run: RunDir, info: RunInfo) -> CellProgress:
@@ -73,8 +73,7 @@ def watch(cells: Iterable[Cell], runs_dir: Path) -> list[CellProgress]:
         run = RunDir(run_json.parent)
         try:
             info = run.read_info()
-            mode = info.consumption.mode if info.consumption else None
-            name = f"{cell_name(info.scenario, mode, info.client)}/{info.target}"
+            name = f"{info.cell_name}/{info.target}"
             found[name] = _progress(name, run, info)
         except (OSError, ValueError, ValidationError):
             continue

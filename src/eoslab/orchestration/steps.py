@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eoslab.admin import metadata_brokers
-from eoslab.rundir import RunDir, Verdict, handler_mode
+from eoslab.rundir import RunDir, Verdict, group_protocol_of, handler_mode
 from eoslab.runtime import get_runtime
 from eoslab.runtime.health import port_open
 from eoslab.runtime.status import cluster_view
@@ -97,6 +97,7 @@ def run_scenario(
     producer_overrides: Mapping[str, Any] | None = None,
     mode: str | None = None,
     client: str | None = None,
+    group_protocol: str | None = None,
     runs_dir: str | None = None,
 ) -> str:
     """Topic, workload ∥ nemesis, heal (what `eoslab run` does); returns the run directory. A
@@ -112,6 +113,7 @@ def run_scenario(
         records=records,
         mode=handler_mode(mode),
         client=client or None,
+        group_protocol=group_protocol_of(group_protocol),
         show_progress=False,
     )
     run_dir = str(result.run_dir.path)

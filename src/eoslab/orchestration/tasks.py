@@ -57,6 +57,7 @@ def run_scenario(
     producer_overrides: dict[str, Any] | None = None,
     mode: str | None = None,
     client: str | None = None,
+    group_protocol: str | None = None,
     runs_dir: str | None = None,
 ) -> str:
     """Create the topic and run the workloads ∥ nemesis (`eoslab run`); returns the run dir."""
@@ -68,6 +69,7 @@ def run_scenario(
         producer_overrides=producer_overrides,
         mode=mode,
         client=client,
+        group_protocol=group_protocol,
         runs_dir=runs_dir,
     )
 
@@ -127,13 +129,22 @@ def conformance(headline: dict[str, Any]) -> None:
 def plan_cells(request: dict[str, Any], night: str) -> list[dict[str, Any]]:
     """The matrix cells the DAG run's params select; every run dir goes under one folder."""
     runs_dir = str(runs_root() / f"nightly-{night}")
+    if not request.get("targets"):  # the targets the lab runs
+        request = {**request, "targets": list(steps.lab_config().targets)}
     cells = [{**cell.to_json(), "runs_dir": runs_dir} for cell in plan(request)]
     log.info("%d cells: %s", len(cells), [_cell_key(c) for c in cells])
     return cells
 
 
-def _cell_key(cell: dict[str, Any]) -> tuple[str, str | None, str | None, str]:
-    return (cell["scenario"], cell["mode"], cell.get("client"), cell["target"])
+def _cell_key(cell: dict[str, Any]) -> tuple[str, str]:
+    """(cell name, target): what a planned cell and a run's outcome share."""
+    return (_cell_name(cell), cell["target"])
+
+
+def _cell_name(cell: dict[str, Any]) -> str:
+    return cell_name(
+        cell["scenario"], cell["mode"], cell.get("client"), cell.get("group_protocol", "classic")
+    )
 
 
 @task(trigger_rule=TriggerRule.ALL_DONE, execution_timeout=PUBLISH_TIMEOUT, retries=0)
@@ -154,7 +165,7 @@ def matrix_conforms(summary: dict[str, Any], expected_cells: list[dict[str, Any]
     done = {_cell_key(c) for c in summary["cells"]}
     missing = [_cell_key(c) for c in expected_cells if _cell_key(c) not in done]
     bad = [
-        f"{cell_name(c['scenario'], c['mode'], c.get('client'))}/{c['target']}: {c['message']}"
+        f"{_cell_name(c)}/{c['target']}: {c['message']}"
         for c in summary["cells"]
         if c["status"] != "conforms"
     ]

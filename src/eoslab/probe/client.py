@@ -7,38 +7,22 @@ stale epochs) and for hostile input. Requests may be pipelined: `send` several, 
 
 from __future__ import annotations
 
-import io
 import select
 import socket
-import struct
 from collections import deque
 from types import TracebackType
 from typing import Any
 
 from kio.index import load_response_from_request
-from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_int32
 
-SIZE_PREFIX = struct.Struct(">i")
+from eoslab.kafka_api import SIZE_PREFIX, decode_response, encode_request
+
 PRODUCE_API_KEY = 0
 
 
 class ConnectionClosedError(ConnectionError):
     """The broker closed the connection (as Kafka does on malformed or refused input)."""
-
-
-def encode_request(request: Any, correlation_id: int, client_id: str | None) -> bytes:
-    """Size prefix + the request header version its schema names (v1 or v2) + the body."""
-    header = request.__header_schema__(
-        request_api_key=request.__api_key__,
-        request_api_version=request.__version__,
-        correlation_id=correlation_id,
-        client_id=client_id,
-    )
-    buffer = io.BytesIO()
-    entity_writer(type(header))(buffer, header)
-    entity_writer(type(request))(buffer, request)
-    return SIZE_PREFIX.pack(buffer.tell()) + buffer.getvalue()
 
 
 class KafkaProtocolClient:
@@ -85,11 +69,8 @@ class KafkaProtocolClient:
         correlation_id, _ = read_int32(frame, 0)  # first field of every response header
         while self._pending:
             expected, response_type = self._pending.popleft()
-            response: Any
             if expected == correlation_id:
-                _header, size = entity_reader(response_type.__header_schema__)(frame, 0)
-                response, _ = entity_reader(response_type)(frame, size)
-                return response
+                return decode_response(frame, response_type)
         raise ValueError(f"response with correlation id {correlation_id} matches no request")
 
     def unanswered(self) -> list[int]:

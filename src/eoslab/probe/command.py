@@ -100,8 +100,9 @@ def run(
 
 @app.command()
 def diff(flow: FlowArgument, as_json: JsonOption = False, runtime: RuntimeOption = "local") -> None:
-    """Play a flow on both targets and print every difference in error codes and offsets;
-    exits 1 when a difference is not a known divergence."""
+    """Play a flow on Kafka 3.9, the reference broker and (when the lab runs it) Kafka 4, and
+    print every difference in error codes and offsets; exits 1 when a difference of the
+    reference broker's is not a known divergence (Kafka 4's are version differences)."""
     chosen = _flow(flow)
     try:
         config = _lab_config(runtime)
@@ -161,14 +162,20 @@ def transcript_table(played: FlowRun | GroupFlowRun | TxnFlowRun) -> Table:
 
 
 def print_diff(result: FlowDiff) -> None:
+    """The reference broker's differences from Kafka 3.9, then Kafka 4's (version differences),
+    each with its explanation; a three-way diff shows every target's answer."""
+    three_way = result.kafka4 is not None
+    targets = "Kafka 3.9, Kafka 4 and the reference broker" if three_way else "both targets"
     if result.identical:
-        console.print(f"{result.flow}: identical")
+        console.print(f"{result.flow}: identical on {targets}")
         return
+    rows = [*result.differences, *result.versions]
     table = Table(title=f"{result.flow}: differences (offsets relative to the flow's first)")
-    for column in ("#", "step", "api", "batch", "what", "kafka", "refbroker", "known"):
+    values = ("kafka", "kafka4", "refbroker") if three_way else ("kafka", "refbroker")
+    for column in ("#", "step", "api", "batch", "what", *values, "known"):
         table.add_column(column)
-    explanations = list(dict.fromkeys(d.known for d in result.differences if d.known))
-    for d in result.differences:
+    explanations = list(dict.fromkeys(d.known for d in rows if d.known))
+    for d in rows:
         known = "[bold red]no[/]" if d.known is None else f"yes ({explanations.index(d.known) + 1})"
         table.add_row(
             str(d.index),
@@ -176,12 +183,13 @@ def print_diff(result: FlowDiff) -> None:
             d.api,
             d.tag or "",
             d.what,
-            str(d.kafka),
-            str(d.refbroker),
+            *(str(getattr(d, value)) for value in values),
             known,
         )
     console.print(table)
     for number, explanation in enumerate(explanations, start=1):
         console.print(f"({number}) {explanation}", highlight=False)
     verdict = "only known divergences" if result.conforms else "UNEXPLAINED differences"
+    if result.versions:
+        verdict += f", {len(result.versions)} version difference(s) between the two Kafkas"
     console.print(f"{result.flow}: {verdict}")

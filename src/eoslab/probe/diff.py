@@ -1,6 +1,7 @@
-"""Compare one flow's transcripts from Kafka and from the reference broker, answer by answer.
+"""Compare one flow's transcripts from Kafka and from the reference broker, answer by answer,
+and from Kafka 4 when the lab runs it: a three-way diff.
 
-Both targets play the same program, so their exchanges pair up one to one. For the sequence
+Every target plays the same program, so their exchanges pair up one to one. For the sequence
 flows, the Produce and DescribeProducers exchanges: each answer's error name, each Produce's
 base offset relative to the flow's first acknowledged offset (topics differ, and so may their
 start), and whether the leader still tracks the producer. For the group flows, every exchange:
@@ -8,6 +9,10 @@ its error name and what the runner recorded of the answer (generation, leadershi
 assignment, offsets, whether the barrier held it). Differences that follow from a documented
 difference between Kafka 3.9 and the reference broker's setup are matched against
 :data:`KNOWN_DIVERGENCES` and reported with their explanation; they do not fail the diff.
+
+The reference broker follows Kafka 3.9's rules, so it is diffed against Kafka 3.9. Kafka 4 is
+diffed against Kafka 3.9 too: where the two Kafkas answer differently, that is a version
+difference (:data:`VERSION_DIFFERENCE`), listed apart and never a failure.
 """
 
 from __future__ import annotations
@@ -84,7 +89,9 @@ class Difference:
     kafka: object
     refbroker: object
     known: str | None = None
-    """The explanation, when it is a known divergence."""
+    """The explanation, when it is a known divergence (or a version difference)."""
+    kafka4: object = None
+    """What Kafka 4 answered there, when the diff is three-way."""
 
 
 class Named(Protocol):
@@ -106,6 +113,11 @@ class Played(Protocol):
 
 Observer = Callable[[Exchange], dict[str, object]]
 
+VERSION_DIFFERENCE = (
+    "Kafka 4 answers differently from Kafka 3.9: a version difference between the two Kafkas, "
+    "not a bug"
+)
+
 
 @dataclass
 class FlowDiff:
@@ -113,10 +125,14 @@ class FlowDiff:
     kafka: Played
     refbroker: Played
     differences: list[Difference] = field(default_factory=list)
+    """The reference broker against Kafka 3.9."""
+    kafka4: Played | None = None
+    versions: list[Difference] = field(default_factory=list)
+    """Kafka 4 against Kafka 3.9 (three-way diffs): version differences, never a failure."""
 
     @property
     def identical(self) -> bool:
-        return not self.differences
+        return not self.differences and not self.versions
 
     @property
     def unexplained(self) -> list[Difference]:
@@ -128,12 +144,16 @@ class FlowDiff:
         return not self.unexplained
 
     def as_json(self) -> dict[str, Any]:
+        transcripts = {"kafka": self.kafka.as_json(), "refbroker": self.refbroker.as_json()}
+        if self.kafka4 is not None:
+            transcripts["kafka4"] = self.kafka4.as_json()
         return {
             "flow": self.flow,
             "identical": self.identical,
             "conforms": self.conforms,
             "differences": [asdict(d) for d in self.differences],
-            "transcripts": {"kafka": self.kafka.as_json(), "refbroker": self.refbroker.as_json()},
+            "version_differences": [asdict(d) for d in self.versions],
+            "transcripts": transcripts,
         }
 
 
@@ -159,10 +179,14 @@ def observations(exchange: Exchange, origin: int | None) -> dict[str, object]:
     return {"error": exchange.error, "offset": offset}
 
 
-def diff_runs(kafka: FlowRun, refbroker: FlowRun) -> FlowDiff:
-    """Every difference between the two complete transcripts of one sequence flow."""
+def diff_runs(kafka: FlowRun, refbroker: FlowRun, kafka4: FlowRun | None = None) -> FlowDiff:
+    """Every difference between the complete transcripts of one sequence flow."""
     return diff_transcripts(
-        kafka, refbroker, compared, lambda run: partial(observations, origin=first_offset(run))
+        kafka,
+        refbroker,
+        kafka4,
+        compared,
+        lambda run: partial(observations, origin=first_offset(run)),
     )
 
 
@@ -170,10 +194,12 @@ def group_observations(exchange: Exchange) -> dict[str, object]:
     return {"error": exchange.error, **exchange.detail}
 
 
-def diff_group_runs(kafka: GroupFlowRun, refbroker: GroupFlowRun) -> FlowDiff:
-    """Every difference between the two complete transcripts of one group flow."""
+def diff_group_runs(
+    kafka: GroupFlowRun, refbroker: GroupFlowRun, kafka4: GroupFlowRun | None = None
+) -> FlowDiff:
+    """Every difference between the complete transcripts of one group flow."""
     return diff_transcripts(
-        kafka, refbroker, lambda run: run.exchanges, lambda _run: group_observations
+        kafka, refbroker, kafka4, lambda run: run.exchanges, lambda _run: group_observations
     )
 
 
@@ -183,23 +209,36 @@ P = TypeVar("P", bound=Played)
 def diff_transcripts(
     kafka: P,
     refbroker: P,
+    kafka4: P | None,
     select: Callable[[P], list[Exchange]],
     observer: Callable[[P], Observer],
 ) -> FlowDiff:
-    """Pair the selected exchanges of both transcripts and compare what `observer` sees."""
-    if kafka.flow.name != refbroker.flow.name:
-        raise ValueError(f"different flows: {kafka.flow.name} and {refbroker.flow.name}")
-    result = FlowDiff(kafka.flow.name, kafka, refbroker)
-    observe_left, observe_right = observer(kafka), observer(refbroker)
-    pairs = zip(select(kafka), select(refbroker), strict=True)
-    for index, (left, right) in enumerate(pairs):
-        seen_right = observe_right(right)
-        for what, value in observe_left(left).items():
-            if seen_right.get(what) != value:
-                difference = Difference(
-                    index, left.step, left.api, left.tag, what, value, seen_right.get(what)
-                )
+    """Pair the selected exchanges of the transcripts and compare what `observer` sees: the
+    reference broker's and Kafka 4's against Kafka 3.9's."""
+    runs = [run for run in (kafka, refbroker, kafka4) if run is not None]
+    if len({run.flow.name for run in runs}) != 1:
+        raise ValueError(f"different flows: {', '.join(run.flow.name for run in runs)}")
+    result = FlowDiff(kafka.flow.name, kafka, refbroker, kafka4=kafka4)
+    seen = [[observer(run)(exchange) for exchange in select(run)] for run in runs]
+    for index, row in enumerate(zip(*seen, strict=True)):
+        exchange = select(kafka)[index]
+        left, right = row[0], row[1]
+        fourth: dict[str, object] = row[2] if kafka4 is not None else {}
+        for what, value in left.items():
+            difference = Difference(
+                index,
+                exchange.step,
+                exchange.api,
+                exchange.tag,
+                what,
+                value,
+                right.get(what),
+                kafka4=fourth.get(what),
+            )
+            if right.get(what) != value:
                 result.differences.append(_with_explanation(result.flow, difference))
+            if kafka4 is not None and fourth.get(what) != value:
+                result.versions.append(replace(difference, known=VERSION_DIFFERENCE))
     return result
 
 

@@ -1,9 +1,10 @@
-"""The lab's two targets as probe targets, and flows played (and diffed) on fresh topics of them.
+"""The lab's targets as probe targets, and flows played (and diffed) on fresh topics of them.
 
-Each target has its own way of losing producer state. Kafka has no "forget this producer" request: DeleteRecords past the producer's batches is
-what made Kafka 2.0 forget it (the log start offset moved past its last batch). The reference
-broker's control API removes the state directly (``expire-producers``), as producer-id
-expiry would after ``producer.id.expiration.ms``.
+Each target has its own way of losing producer state. Kafka (3.9 and 4) has no "forget this
+producer" request: DeleteRecords past the producer's batches is what made Kafka 2.0 forget it
+(the log start offset moved past its last batch). The reference broker's control API removes
+the state directly (``expire-producers``), as producer-id expiry would after
+``producer.id.expiration.ms``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from eoslab.probe.runner import FlowRun, ProbeTarget, StateRemover, run_flow
 from eoslab.probe.transcript import NONE, Exchange
 from eoslab.probe.txn_flows import TxnFlow
 from eoslab.refbroker.control_client import RefbrokerControl
-from eoslab.rundir import LAB_TARGETS, REPLICATION
+from eoslab.rundir import KAFKA_TARGETS, LAB_TARGETS, REPLICATION
 from eoslab.runtime.topology import LabConfig
 
 
@@ -59,8 +60,8 @@ def expire_producers(control: RefbrokerControl) -> StateRemover:
     return remove
 
 
-def kafka_target(bootstrap: str) -> ProbeTarget:
-    return ProbeTarget("kafka", bootstrap, delete_records)
+def kafka_target(bootstrap: str, name: str = "kafka") -> ProbeTarget:
+    return ProbeTarget(name, bootstrap, delete_records)
 
 
 def refbroker_target(bootstrap: str, control_url: str) -> ProbeTarget:
@@ -68,9 +69,9 @@ def refbroker_target(bootstrap: str, control_url: str) -> ProbeTarget:
 
 
 def lab_target(name: str, config: LabConfig) -> ProbeTarget:
-    """``kafka`` or ``refbroker`` of a running lab."""
-    if name == "kafka":
-        return kafka_target(config.bootstrap_servers)
+    """``kafka``, ``kafka4`` or ``refbroker`` of a running lab."""
+    if name in KAFKA_TARGETS:
+        return kafka_target(config.bootstrap(name), name)
     if name == "refbroker":
         return refbroker_target(config.refbroker_bootstrap, config.refbroker_control_url)
     raise ValueError(f"unknown target {name!r}; choose one of: {', '.join(LAB_TARGETS)}")
@@ -97,10 +98,17 @@ def run_group_flow_on_lab(flow: GroupFlow, target_name: str, config: LabConfig) 
 
 
 def diff_on_lab(flow: Flow | GroupFlow, config: LabConfig) -> FlowDiff:
-    """Play ``flow`` on both targets, each on a fresh topic, and compare the transcripts."""
+    """Play ``flow`` on Kafka 3.9, the reference broker and, when the lab runs it, Kafka 4, each
+    on a fresh topic, and compare the transcripts."""
+    three_way = "kafka4" in config.targets
     if isinstance(flow, GroupFlow):
         return diff_group_runs(
             run_group_flow_on_lab(flow, "kafka", config),
             run_group_flow_on_lab(flow, "refbroker", config),
+            run_group_flow_on_lab(flow, "kafka4", config) if three_way else None,
         )
-    return diff_runs(run_on_lab(flow, "kafka", config), run_on_lab(flow, "refbroker", config))
+    return diff_runs(
+        run_on_lab(flow, "kafka", config),
+        run_on_lab(flow, "refbroker", config),
+        run_on_lab(flow, "kafka4", config) if three_way else None,
+    )

@@ -27,7 +27,7 @@ from eoslab.clock import now_ms, wait_until
 from eoslab.kafka_api import error_name
 from eoslab.probe.batches import read_batches, record_batch
 from eoslab.probe.client import KafkaProtocolClient
-from eoslab.probe.diff import FlowDiff, diff_transcripts
+from eoslab.probe.diff import FlowDiff, diff_transcripts, group_observations
 from eoslab.probe.group_runner import CLIENT_ID, find_coordinator
 from eoslab.probe.requests import (
     READ_COMMITTED,
@@ -128,21 +128,22 @@ def run_txn_flow_on_lab(flow: TxnFlow, target_name: str, config: LabConfig) -> T
     return run_txn_flow(flow, target.bootstrap, target.name, fresh_topic(flow, target))
 
 
-def diff_txn_runs(kafka: TxnFlowRun, refbroker: TxnFlowRun) -> FlowDiff:
-    """Every difference between two complete transcripts of one transaction flow: each
+def diff_txn_runs(
+    kafka: TxnFlowRun, refbroker: TxnFlowRun, kafka4: TxnFlowRun | None = None
+) -> FlowDiff:
+    """Every difference between the complete transcripts of one transaction flow: each
     exchange's error and everything in its detail."""
     return diff_transcripts(
-        kafka,
-        refbroker,
-        lambda run: run.exchanges,
-        lambda _run: lambda e: {"error": e.error, **e.detail},
+        kafka, refbroker, kafka4, lambda run: run.exchanges, lambda _run: group_observations
     )
 
 
 def diff_txn_on_lab(flow: TxnFlow, config: LabConfig) -> FlowDiff:
+    """Play ``flow`` on Kafka 3.9, the reference broker and, when the lab runs it, Kafka 4."""
     return diff_txn_runs(
         run_txn_flow_on_lab(flow, "kafka", config),
         run_txn_flow_on_lab(flow, "refbroker", config),
+        run_txn_flow_on_lab(flow, "kafka4", config) if "kafka4" in config.targets else None,
     )
 
 

@@ -38,6 +38,8 @@ class RunOutcome:
     """The consumer workload's handler mode; None when the run had none."""
     client: str | None = None
     """The older librdkafka a scenario asked for; None: the workload's own."""
+    group_protocol: str = "classic"
+    """The consumers' group protocol (``consumer``: KIP-848)."""
     librdkafka: str | None = None
     faults: list[dict[str, Any]] = field(default_factory=list)
     """Every step of the timeline, judged (FaultEffect): did it take effect, and the evidence."""
@@ -63,7 +65,7 @@ class RunOutcome:
     @property
     def label(self) -> str:
         """The scenario, with the consumers' handler mode when the run had consumers."""
-        return cell_name(self.scenario, self.mode, self.client)
+        return cell_name(self.scenario, self.mode, self.client, self.group_protocol)
 
     @property
     def cell(self) -> tuple[str, str]:
@@ -108,6 +110,9 @@ def load_outcome(run_dir: Path) -> RunOutcome:
         "run_dir": str(run.path),
         "mode": None if info.consumption is None else info.consumption.mode,
         "client": info.client,
+        "group_protocol": "classic"
+        if info.consumption is None
+        else info.consumption.group_protocol,
         "librdkafka": info.librdkafka,
         "faults": [fault.model_dump() for fault in info.faults],
         "started_ms": info.started_ms,

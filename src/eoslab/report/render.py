@@ -154,6 +154,7 @@ def write_nightly_report(
                 "scenario": o.scenario,
                 "mode": o.mode,
                 "client": o.client,
+                "group_protocol": o.group_protocol,
                 "target": o.target,
                 "status": o.status.value,
                 "run_id": o.run_id,

@@ -18,11 +18,12 @@ import docker
 from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 
+from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime.lab import ProcessObservation, ProcessState
 from eoslab.runtime.postgres import PostgresServer, ensure_password
 from eoslab.runtime.status import LabError, LabStatus, ServiceStatus, cluster_view
 from eoslab.runtime.topology import LabConfig
-from eoslab.settings import LAB_DIR, PORT_OFFSET, BasePort, project_root
+from eoslab.settings import LAB_DIR, PORT_OFFSET, TARGETS, BasePort, project_root
 
 PROJECT = "eoslab"
 
@@ -44,6 +45,11 @@ class ComposeRuntime:
         if self.config.port_offset:
             raise LabError(
                 f"the compose runtime publishes the documented ports; unset {PORT_OFFSET}"
+            )
+        if self.config.targets != LAB_TARGETS:
+            raise LabError(
+                f"the compose runtime runs every target ({', '.join(LAB_TARGETS)}); unset "
+                f"{TARGETS}, or choose targets with the local runtime"
             )
 
     def _client(self) -> docker.DockerClient:
@@ -123,13 +129,11 @@ class ComposeRuntime:
                     service.name, service.kind.value, running, healthy, pid, service.ports, None
                 )
             )
-        return LabStatus(
-            self.name,
-            f"docker project {PROJECT}",
-            services,
-            cluster_view(self.config.bootstrap_servers),
-            cluster_view(self.config.refbroker_bootstrap),
-        )
+        clusters = {
+            target: cluster_view(self.config.bootstrap(target), kraft=target == "kafka4")
+            for target in self.config.targets
+        }
+        return LabStatus(self.name, f"docker project {PROJECT}", services, clusters)
 
     def logs(self, name: str, lines: int = 50) -> str:
         return self._container(name).logs(tail=lines).decode("utf-8", errors="replace")

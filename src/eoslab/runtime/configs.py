@@ -55,5 +55,29 @@ def kafka_properties(config: LabConfig, service: Service) -> str:
     return _render(project_root() / "services" / "kafka" / "server.properties", overrides)
 
 
+def kafka4_properties(config: LabConfig, service: Service) -> str:
+    """A Kafka 4 node: broker and quorum voter (services/kafka4/server.properties)."""
+    ports = service.ports
+    listeners = {
+        "INTERNAL": ports["internal"],
+        "CLIENT": ports["client"],
+        "CONTROLLER": ports["controller"],
+    }
+    # Clients are sent to the proxy; the controller listener is the quorum's, never advertised.
+    advertised = {"INTERNAL": ports["internal"], "CLIENT": ports["advertised"]}
+    overrides = {
+        "node.id": str(service.broker_id),
+        "listeners": ",".join(f"{name}://{HOST}:{port}" for name, port in listeners.items()),
+        "advertised.listeners": ",".join(f"{n}://{HOST}:{p}" for n, p in advertised.items()),
+        "controller.quorum.voters": config.kafka4_quorum_voters,
+        "log.dirs": str(config.state_dir / service.name / "data"),
+    }
+    return _render(project_root() / "services" / "kafka4" / "server.properties", overrides)
+
+
 def log4j_properties() -> Path:
     return project_root() / "services" / "kafka" / "log4j.properties"
+
+
+def kafka4_log4j2_properties() -> Path:
+    return project_root() / "services" / "kafka4" / "log4j2.properties"

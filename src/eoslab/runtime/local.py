@@ -1,21 +1,29 @@
 """The default runtime: the lab as local processes, supervised through a state file.
 
 `up` starts every service in its own process group and records pid, start time and command
-in `<state_dir>/state.json`; later commands (status, kill, down, ...) act on those records,
-so the lab outlives the command that started it.
+in `<state_dir>/state.json`, with the lab's targets; later commands (status, kill, down, ...)
+act on those records, so the lab outlives the command that started it.
+
+Kafka 4's nodes are formatted before their first start (`kafka-storage format`: the lab's
+one cluster id, the static quorum of the three nodes), all at once; a node whose data folder is
+formatted already keeps it.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import secrets
 import shutil
 import signal
+import subprocess
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from eoslab.admin import metadata_brokers
+from eoslab.admin import metadata_brokers, metadata_quorum
 from eoslab.clock import wait_until
 from eoslab.console import log_tail
 from eoslab.runtime import configs, health, processes
@@ -25,23 +33,47 @@ from eoslab.runtime.postgres import PostgresError, PostgresServer
 from eoslab.runtime.processes import ProcessRecord
 from eoslab.runtime.spark import connect_server_command, spark_environment
 from eoslab.runtime.status import LabError, LabStatus, ServiceStatus, cluster_view
-from eoslab.runtime.topology import HOST, Kind, LabConfig, Service
+from eoslab.runtime.topology import (
+    HOST,
+    STATE_FILE,
+    Kind,
+    LabConfig,
+    Service,
+    recorded_targets,
+)
 from eoslab.runtime.zookeeper import registered_brokers
-from eoslab.settings import BasePort, kafka_lib
+from eoslab.settings import TARGETS, BasePort, kafka4_lib, kafka_lib
 
 JVM_COMMON = ["-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"]
 SIGNAL_SETTLE_S = 5.0
 """How long SIGSTOP/SIGCONT may take to show in the process' state."""
 LOG_SERVERS = {"scheduler", "triggerer"}
 """Airflow components that would open a log server on every interface unless told not to."""
+FORMAT_TIMEOUT_S = 120.0
+"""Bound on `kafka-storage format` (a JVM start, a few seconds)."""
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id as Kafka's ``Uuid.randomUuid()`` makes one (what ``kafka-storage
+    random-uuid`` prints): 16 random bytes in URL-safe base64 without padding, never starting
+    with a dash."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 class LocalRuntime:
     name = "local"
 
     def __init__(self, config: LabConfig | None = None) -> None:
-        self.config = config or LabConfig()
-        self.state_file = self.config.state_dir / "state.json"
+        if config is None:
+            config = LabConfig()
+            recorded = recorded_targets(config.state_dir)
+            if recorded is not None:  # a running lab: as it was brought up
+                config = replace(config, targets=recorded)
+        self.config = config
+        self.state_file = self.config.state_dir / STATE_FILE
 
     # ---------------------------------------------------------------- state file
     def _records(self) -> dict[str, ProcessRecord]:
@@ -61,6 +93,7 @@ class LocalRuntime:
         payload = {
             "runtime": self.name,
             "port_offset": self.config.port_offset,
+            "targets": list(self.config.targets),
             "services": {name: record.to_json() for name, record in records.items()},
         }
         tmp = self.state_file.with_suffix(".tmp")
@@ -86,7 +119,7 @@ class LocalRuntime:
                 self.config.zookeeper_heap,
                 root / "zookeeper.properties",
             )
-        if service.kind is Kind.KAFKA:
+        if service.kind in (Kind.KAFKA, Kind.KAFKA4):
             return self._java(
                 service, "kafka.Kafka", self.config.broker_heap, root / "server.properties"
             )
@@ -123,23 +156,31 @@ class LocalRuntime:
             "--transaction-abort-timed-out-transaction-cleanup-interval-ms=1000",
         ]
 
-    def _java(self, service: Service, main: str, heap: str, conf: Path) -> list[str]:
+    def _java(self, service: Service, main: str, heap: str, *args: str | Path) -> list[str]:
+        """A JVM of the Kafka jars: Kafka 4's (log4j 2) for a Kafka 4 node, else Kafka 3.9's
+        (reload4j; ZooKeeper comes with them)."""
         java = shutil.which("java")
         if java is None:
             raise LabError(
                 "java not found on PATH; install a JDK 17 (apt-get install openjdk-17-jdk-headless)"
             )
+        if service.kind is Kind.KAFKA4:
+            logging = f"-Dlog4j2.configurationFile={configs.kafka4_log4j2_properties()}"
+            lib = kafka4_lib()
+        else:
+            logging = f"-Dlog4j.configuration=file:{configs.log4j_properties()}"
+            lib = kafka_lib()
         return [
             java,
             f"-Xmx{heap}",
             f"-Xms{heap}",
             *JVM_COMMON,
-            f"-Dlog4j.configuration=file:{configs.log4j_properties()}",
+            logging,
             f"-Dkafka.logs.dir={self.config.state_dir / service.name / 'logs'}",
             "-cp",
-            f"{kafka_lib()}/*",
+            f"{lib}/*",
             main,
-            str(conf),
+            *map(str, args),
         ]
 
     def airflow(self) -> AirflowHome:
@@ -186,6 +227,8 @@ class LocalRuntime:
             )
         elif service.kind is Kind.KAFKA:
             (root / "server.properties").write_text(configs.kafka_properties(self.config, service))
+        elif service.kind is Kind.KAFKA4:
+            (root / "server.properties").write_text(configs.kafka4_properties(self.config, service))
 
     def fault_log_path(self) -> Path:
         """Where the chaos proxy logs every fault it injects."""
@@ -205,15 +248,20 @@ class LocalRuntime:
             self.argv(service),
             self.log_path(service.name),
             self.config.state_dir,
-            env={"PYTHONUNBUFFERED": "1", **env},
+            env={"PYTHONUNBUFFERED": "1", TARGETS: ",".join(self.config.targets), **env},
             user=self.postgres().run_as if service.kind is Kind.POSTGRES else None,
         )
 
     # ---------------------------------------------------------------- up / down
     def _preflight(self) -> None:
-        lib = kafka_lib()
-        if not (lib / ".fetched").exists():
-            raise LabError(f"the Kafka jars are missing in {lib}; run `make setup`")
+        kinds = {service.kind for service in self.config.services()}
+        needed = {
+            kafka_lib(): bool({Kind.ZOOKEEPER, Kind.KAFKA} & kinds),
+            kafka4_lib(): Kind.KAFKA4 in kinds,
+        }
+        for lib in (lib for lib, needs in needed.items() if needs):
+            if not (lib / ".fetched").exists():
+                raise LabError(f"the Kafka jars are missing in {lib}; run `make setup`")
         records = self._records()
         running = [name for name, record in records.items() if record.alive()]
         if running:
@@ -249,6 +297,7 @@ class LocalRuntime:
         self._preflight()
         records: dict[str, ProcessRecord] = {}
         try:
+            self._format_kafka4()
             for service in self.config.services():
                 records[service.name] = self._start(service)
                 self._save(records)
@@ -264,6 +313,53 @@ class LocalRuntime:
             raise
         return self.status()
 
+    def _format_kafka4(self) -> None:
+        """`kafka-storage format` every Kafka 4 node not formatted yet, all at once, with the
+        lab's cluster id (made on the first format, kept in the state folder)."""
+        nodes = [
+            s
+            for s in self.config.services()
+            if s.kind is Kind.KAFKA4
+            and not (self.config.state_dir / s.name / "data" / "meta.properties").exists()
+        ]
+        if not nodes:
+            return
+        id_file = self.config.state_dir / "kafka4-cluster-id"
+        if not id_file.exists():
+            self.config.state_dir.mkdir(parents=True, exist_ok=True)
+            id_file.write_text(new_cluster_id() + "\n")
+        cluster_id = id_file.read_text().strip()
+        running = []
+        for node in nodes:
+            self._write_config(node)
+            argv = self._java(
+                node,
+                "kafka.tools.StorageTool",
+                "256m",
+                "format",
+                "--cluster-id",
+                cluster_id,
+                "--config",
+                self.config.state_dir / node.name / "server.properties",
+            )
+            log = self.log_path(node.name)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("ab") as out:
+                out.write(f"\n=== eoslab: formatting {node.name}: {' '.join(argv)}\n".encode())
+                out.flush()
+                running.append((node, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)))
+        for node, process in running:
+            try:
+                code = process.wait(timeout=FORMAT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                code = None
+            if code != 0:
+                raise self._failure(
+                    node.name, f"could not be formatted (kafka-storage format: exit {code})"
+                )
+
     def _await(self, service: Service, condition: Callable[[], bool]) -> None:
         record = self._records()[service.name]
 
@@ -276,25 +372,43 @@ class LocalRuntime:
             raise self._failure(service.name, f"not healthy after {self.config.up_timeout_s:.0f} s")
 
     def _await_cluster(self) -> None:
-        expected = set(self.config.broker_ids)
-        if not expected:
-            return
-
-        def registered() -> bool:
-            return registered_brokers(self.config.zookeeper_connect) == expected
-
-        def visible() -> bool:
-            return metadata_brokers(self.config.bootstrap_servers) == expected
-
-        for what, condition in (
-            ("registered in ZooKeeper", registered),
-            ("visible in metadata", visible),
-        ):
+        """Every Kafka 3.9 broker registered in ZooKeeper and in metadata; every Kafka 4 node
+        registered with the controller (unfenced: in metadata) and a metadata quorum of the
+        three with a leader."""
+        brokers, nodes = set(self.config.broker_ids), set(self.config.kafka4_node_ids)
+        checks: list[tuple[str, Callable[[], bool]]] = []
+        if brokers:
+            checks += [
+                (
+                    f"Kafka brokers {sorted(brokers)} not all registered in ZooKeeper",
+                    lambda: registered_brokers(self.config.zookeeper_connect) == brokers,
+                ),
+                (
+                    f"Kafka brokers {sorted(brokers)} not all visible in metadata",
+                    lambda: metadata_brokers(self.config.bootstrap_servers) == brokers,
+                ),
+            ]
+        if nodes:
+            checks += [
+                (
+                    f"Kafka 4 nodes {sorted(nodes)} not all registered (in metadata)",
+                    lambda: metadata_brokers(self.config.kafka4_bootstrap) == nodes,
+                ),
+                (
+                    f"Kafka 4's metadata quorum of {sorted(nodes)} without a leader",
+                    lambda: self._quorum_led(nodes),
+                ),
+            ]
+        for what, condition in checks:
             if not wait_until(condition, self.config.up_timeout_s, interval_s=0.5):
                 raise LabError(
-                    f"brokers {sorted(expected)} not all {what} after {self.config.up_timeout_s:.0f} s; "
-                    f"logs: {self.log_path('kafka-1').parent}"
+                    f"{what} after {self.config.up_timeout_s:.0f} s; "
+                    f"logs: {self.log_path('proxy').parent}"
                 )
+
+    def _quorum_led(self, voters: set[int]) -> bool:
+        quorum = metadata_quorum(self.config.kafka4_bootstrap)
+        return quorum is not None and quorum.voters == voters and quorum.leader_id in voters
 
     def _failure(self, name: str, what: str) -> LabError:
         return LabError(
@@ -349,13 +463,14 @@ class LocalRuntime:
                 )
             )
         any_running = any(s.state != "stopped" for s in services)
-        kafka = cluster_view(self.config.bootstrap_servers, timeout_s=5.0 if any_running else 0.5)
-        refbroker = (
-            cluster_view(self.config.refbroker_bootstrap, timeout_s=5.0 if any_running else 0.5)
-            if self.config.with_refbroker
-            else None
-        )
-        return LabStatus(self.name, str(self.config.state_dir), services, kafka, refbroker)
+        timeout_s = 5.0 if any_running else 0.5
+        clusters = {
+            target: cluster_view(
+                self.config.bootstrap(target), timeout_s=timeout_s, kraft=target == "kafka4"
+            )
+            for target in self.config.targets
+        }
+        return LabStatus(self.name, str(self.config.state_dir), services, clusters)
 
     def logs(self, name: str, lines: int = 50) -> str:
         self.config.service(name)
@@ -406,6 +521,14 @@ class LocalRuntime:
         if service.kind is Kind.KAFKA:
             wait_until(
                 lambda: service.broker_id in registered_brokers(self.config.zookeeper_connect),
+                timeout_s=self.config.up_timeout_s,
+                interval_s=0.5,
+            )
+        elif service.kind is Kind.KAFKA4:
+            # Registered again with the active controller (a killed node's old registration is
+            # refused until its session expires) and unfenced: in metadata.
+            wait_until(
+                lambda: service.broker_id in metadata_brokers(self.config.kafka4_bootstrap),
                 timeout_s=self.config.up_timeout_s,
                 interval_s=0.5,
             )

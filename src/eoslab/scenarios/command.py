@@ -22,7 +22,7 @@ from eoslab.console import (
     identifier_column,
 )
 from eoslab.nemesis.timeline import resolve
-from eoslab.rundir import HandlerMode, VerdictStatus, lab_target
+from eoslab.rundir import GroupProtocol, HandlerMode, VerdictStatus, lab_target
 from eoslab.runtime import LabError, get_runtime
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
 from eoslab.scenarios.executor import RunError, execute
@@ -138,7 +138,8 @@ def run(
     scenario: ScenarioArgument,
     *,
     target: Annotated[
-        str, typer.Option(help="kafka or refbroker (the lab's), or external (--bootstrap).")
+        str,
+        typer.Option(help="kafka, kafka4 or refbroker (the lab's), or external (--bootstrap)."),
     ] = "kafka",
     bootstrap: Annotated[
         str | None, typer.Option(help="With --target external: the cluster's bootstrap servers.")
@@ -169,6 +170,13 @@ def run(
         str | None,
         typer.Option(help="An older librdkafka for the producers, one the scenario names."),
     ] = None,
+    group_protocol: Annotated[
+        GroupProtocol | None,
+        typer.Option(
+            help="The consumers' group protocol: classic, or consumer (KIP-848; kafka4 only). "
+            "Default: the scenario's, classic."
+        ),
+    ] = None,
     runtime: RuntimeOption = "local",
 ) -> None:
     """Run a scenario against the running lab; prints the run directory. Every fault of the
@@ -189,6 +197,7 @@ def run(
             mode=mode,
             sink=sink,
             client=client,
+            group_protocol=group_protocol,
         )
     except (ScenarioError, RunError, LabError) as error:
         raise fail(error) from error

@@ -28,6 +28,7 @@ from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.run_context import RunContext
 from eoslab.rundir import (
     REPLICATION,
+    GroupProtocol,
     HandlerMode,
     LabTarget,
     RunDir,
@@ -98,6 +99,10 @@ class RunPlan:
     def mode(self) -> HandlerMode | None:
         return None if self.consumers is None else self.consumers.mode
 
+    @property
+    def group_protocol(self) -> GroupProtocol:
+        return "classic" if self.consumers is None else self.consumers.group_protocol
+
 
 def plan(
     scenario: Scenario,
@@ -107,6 +112,7 @@ def plan(
     records: int | None = None,
     mode: HandlerMode | None = None,
     client: str | None = None,
+    group_protocol: GroupProtocol | None = None,
     bootstrap: str | None = None,
 ) -> RunPlan:
     """The run of ``scenario`` on ``target``; RunError naming the reason when it could not be
@@ -118,7 +124,7 @@ def plan(
     workload = scenario.workload
     if records is not None:
         workload = workload.model_copy(update={"records": records})
-    consumers = scenario.consumer_workload(mode)
+    consumers = _with_protocol(scenario.consumer_workload(mode), group_protocol, run_target)
     shape = scenario.shape(workload, consumers)
     for index, step in enumerate(scenario.nemesis):
         if step.on is not None and as_target not in step.on:
@@ -184,6 +190,24 @@ def _where(
     return as_target, as_target, None
 
 
+def _with_protocol(
+    spec: ConsumerWorkloadSpec | None, protocol: GroupProtocol | None, target: str
+) -> ConsumerWorkloadSpec | None:
+    """The consumer workload with its group protocol chosen; the consumer protocol (KIP-848)
+    only where a broker speaks it: Kafka 4, or a cluster the user names."""
+    if protocol is None:
+        chosen = None if spec is None else spec.group_protocol
+    elif spec is None:
+        raise RunError("--group-protocol goes with consumers (a consumer scenario, or --mode)")
+    else:
+        chosen, spec = protocol, spec.model_copy(update={"group_protocol": protocol})
+    if chosen == "consumer" and target not in ("kafka4", "external"):
+        raise RunError(
+            f"the consumer group protocol (KIP-848) needs Kafka 4: target kafka4, not {target}"
+        )
+    return spec
+
+
 # ================================================================================ start
 @dataclass
 class Run:
@@ -203,7 +227,7 @@ class Run:
 
 
 def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
-    return config.bootstrap_servers if target == "kafka" else config.refbroker_bootstrap
+    return config.bootstrap(target)
 
 
 def start(
@@ -222,7 +246,8 @@ def start(
         client = producer_client(run_plan.client)
     except ClientError as error:
         raise RunError(str(error)) from None
-    run_id = new_run_id(cell_name(scenario.name, run_plan.mode, run_plan.client), run_plan.target)
+    name = cell_name(scenario.name, run_plan.mode, run_plan.client, run_plan.group_protocol)
+    run_id = new_run_id(name, run_plan.target)
     consumer_spec = run_plan.consumers
     if consumer_spec is not None and sink is not None:
         if sink == LAB_SINK:
@@ -382,13 +407,15 @@ def execute(
     mode: HandlerMode | None = None,
     sink: str | None = None,
     client: str | None = None,
+    group_protocol: GroupProtocol | None = None,
 ) -> RunResult:
     """Run `scenario` on `target` (plan, start, play, finish); for target "external",
     `bootstrap` names the cluster. With a handler ``mode`` the run has a consumer workload in
     that mode (the scenario's own, else the default one); ``sink`` is its database: a
     PostgreSQL URL, ``lab`` for a database of its own on the lab's PostgreSQL, else SQLite in
     the run directory; ``client`` is a librdkafka version the scenario names for its
-    producers."""
+    producers; ``group_protocol`` the consumers' group protocol (default: the workload's,
+    classic)."""
     run_plan = plan(
         scenario,
         target,
@@ -396,6 +423,7 @@ def execute(
         records=records,
         mode=mode,
         client=client,
+        group_protocol=group_protocol,
         bootstrap=bootstrap,
     )
     run = start(

@@ -20,8 +20,10 @@ from eoslab.rundir import (
     EPOCH_BUMPS,
     ERRORS_KEY,
     FATAL_KEY,
+    GROUP_PROTOCOLS,
     AnomalyName,
     Expectation,
+    GroupProtocol,
     HandlerMode,
     LabTarget,
     default_expectations,
@@ -212,6 +214,12 @@ class Scenario(BaseModel):
         stray = sorted(set(self.expected.clients) - set(self.clients))
         if stray:
             raise ValueError(f"expected.clients: {stray} are not among the scenario's clients")
+        if self.consumers is not None and self.consumers.group_protocol == "consumer":
+            others = sorted(set(self.targets) - {"kafka4"})
+            if others:
+                raise ValueError(
+                    f"consumers.group_protocol: consumer (KIP-848) is Kafka 4's; not on {others}"
+                )
         return self
 
     def shape(
@@ -236,6 +244,18 @@ class Scenario(BaseModel):
         if self.modes:
             return list(self.modes)
         return [None if self.consumers is None else self.consumers.mode]
+
+    def group_protocols(
+        self, target: LabTarget, mode: HandlerMode | None = None
+    ) -> list[GroupProtocol]:
+        """The consumer group protocols the matrix runs the scenario's consumers (in ``mode``,
+        or its own) in on ``target``: both on Kafka 4 (KIP-848's is GA there), the workload's
+        own elsewhere (classic: Kafka 3.9 and the reference broker have no other). A run
+        without consumers has the classic one, which it never uses."""
+        consumers = self.consumer_workload(mode)
+        if consumers is None:
+            return ["classic"]
+        return list(GROUP_PROTOCOLS) if target == "kafka4" else [consumers.group_protocol]
 
     def consumer_workload(self, mode: HandlerMode | None) -> ConsumerWorkloadSpec | None:
         """The consumer workload of a run in ``mode``: the scenario's in that mode, or, for a

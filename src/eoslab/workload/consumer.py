@@ -355,6 +355,10 @@ class ConsumerSession:
 
     def _progress(self, *, done: bool) -> None:
         self._last_progress = time.monotonic()
+        if not done:
+            # Under KIP-848 a member's epoch moves without a callback of its own (another
+            # member's assignment changed): the line shows the membership of now.
+            self.member = membership(self.consumer)
         line = {
             **{str(name): count for name, count in self.counts.items()},
             "processed": self.processed,

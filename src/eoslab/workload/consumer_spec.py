@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Self
 
-from eoslab.rundir import HandlerMode
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from eoslab.rundir import GroupProtocol, HandlerMode
 
 DEFAULT_CONSUMER_CONFIG: dict[str, str | int | float | bool] = {
     "auto.offset.reset": "earliest",
@@ -17,11 +19,19 @@ DEFAULT_CONSUMER_CONFIG: dict[str, str | int | float | bool] = {
 the brokers' minimum (group.min.session.timeout.ms), so a paused consumer is evicted soon;
 ``auto.commit.interval.ms`` only matters in auto-commit."""
 
+CLASSIC_PROPERTIES = frozenset(
+    {"session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"}
+)
+"""The classic protocol's: under KIP-848 the session and the heartbeat interval are the broker's
+(group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms; the lab's Kafka 4 sets
+them to the classic consumers' 6 s and 1 s) and the broker assigns; librdkafka refuses them."""
+
 RESERVED_CONSUMER_PROPERTIES = frozenset(
     {
         "bootstrap.servers",
         "metadata.broker.list",
         "group.id",
+        "group.protocol",
         "enable.auto.commit",
         "on_commit",
         "error_cb",
@@ -29,7 +39,8 @@ RESERVED_CONSUMER_PROPERTIES = frozenset(
         "logger",
     }
 )
-"""Set by the workload itself (the mode decides enable.auto.commit), never by a spec."""
+"""Set by the workload itself (the mode decides enable.auto.commit, ``group_protocol``
+group.protocol), never by a spec."""
 
 
 class ConsumerLoop(BaseModel):
@@ -49,6 +60,9 @@ class ConsumerLoop(BaseModel):
 class ConsumerWorkloadSpec(ConsumerLoop):
     consumers: int = Field(1, ge=1, le=32, description="consumer processes in the group")
     mode: HandlerMode = Field(description="the handler mode of every consumer")
+    group_protocol: GroupProtocol = Field(
+        "classic", description="the consumer group protocol: classic, or consumer (KIP-848)"
+    )
     sink: str | None = Field(
         None, description="a postgresql:// URL or a SQLite file; unset: sink.sqlite in the run"
     )
@@ -75,6 +89,19 @@ class ConsumerWorkloadSpec(ConsumerLoop):
             raise ValueError(f"set by the consumer workload itself: {', '.join(reserved)}")
         return config
 
+    @model_validator(mode="after")
+    def _fits_the_protocol(self) -> Self:
+        classic_only = sorted(CLASSIC_PROPERTIES & set(self.config))
+        if self.group_protocol == "consumer" and classic_only:
+            raise ValueError(
+                f"config: {', '.join(classic_only)} belong to the classic protocol; under "
+                "group_protocol consumer (KIP-848) the broker sets them"
+            )
+        return self
+
     @property
     def consumer_config(self) -> dict[str, str | int | float | bool]:
-        return {**DEFAULT_CONSUMER_CONFIG, **self.config}
+        if self.group_protocol == "classic":
+            return {**DEFAULT_CONSUMER_CONFIG, **self.config}
+        defaults = {k: v for k, v in DEFAULT_CONSUMER_CONFIG.items() if k not in CLASSIC_PROPERTIES}
+        return {**defaults, **self.config, "group.protocol": self.group_protocol}

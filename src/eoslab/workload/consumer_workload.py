@@ -73,7 +73,9 @@ class ConsumerWorkload:
 
     def wait_settled(self, timeout_s: float = SETTLE_TIMEOUT_S) -> bool:
         """Until the group has formed (True) or the timeout (False): every running session
-        reports the same generation, their assignments cover every partition, and as many of
+        reports the same generation (under KIP-848 the same member epoch: every member has
+        caught up with the group's target assignment), their assignments cover every
+        partition, and as many of
         them as can have partitions do. A run produces after this, so that its timeline meets
         every consumer consuming: librdkafka members join seconds apart, and one that joins
         after the last record was processed never applies an effect to crash after."""
@@ -253,6 +255,7 @@ class ConsumerWorkload:
         return ConsumptionInfo(
             group=self.group,
             mode=self.spec.mode,
+            group_protocol=self.spec.group_protocol,
             sink=describe(self.sink),
             consumers=self.spec.consumers,
             consumer_config=self.spec.consumer_config,

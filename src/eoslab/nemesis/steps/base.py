@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from eoslab.rundir import LabTarget
 from eoslab.runtime.lab import ProcessState
-from eoslab.runtime.topology import KAFKA_SERVICES, REFBROKER_SERVICE
+from eoslab.runtime.topology import KAFKA4_SERVICES, KAFKA_SERVICES, REFBROKER_SERVICE
 
 if TYPE_CHECKING:
     from eoslab.fault_events import FaultPhase
@@ -30,18 +30,22 @@ if TYPE_CHECKING:
 LEADER = "leader"
 FOLLOWERS = "followers"
 COORDINATOR = "coordinator"
+CONTROLLER = "controller"
 RANDOM_BROKER = "random-broker"
 SERVICE_TARGETS = (
     LEADER,
     FOLLOWERS,
     COORDINATOR,
+    CONTROLLER,
     RANDOM_BROKER,
     *KAFKA_SERVICES,
+    *KAFKA4_SERVICES,
     REFBROKER_SERVICE,
 )
 """What a step may name as its target: a service, the current partition leader, its followers
 (every other replica: a leader cut off from them), the broker coordinating the run's consumer
-group, or a seeded pick among the target's brokers."""
+group, the active controller (Kafka 4: the metadata quorum's leader; Kafka 3.9: the broker
+ZooKeeper elected), or a seeded pick among the target's brokers."""
 
 
 @dataclass(frozen=True)
@@ -285,8 +289,8 @@ class ResolvedStep(BaseModel):
     after_acked: int | None
     duration_s: float | None
     target: str | None
-    """A service name, "leader" or "coordinator" (looked up at start), "*" (every proxy route)
-    or None."""
+    """A service name, "leader", "followers", "coordinator" or "controller" (looked up at
+    start), "*" (every proxy route) or None."""
     step: Step
 
 

@@ -1,0 +1,196 @@
+"""The catalogue on the lab's Kafka 4, through the checker: an idempotent producer loses nothing
+when the partition leader or the active controller is killed, and every nemesis kind plays on
+the KRaft nodes (consumer scenarios under KIP-848's protocol)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+from pyspark.sql import SparkSession
+
+from eoslab.admin import metadata_quorum
+from eoslab.rundir import GroupProtocol, RunDir, Verdict, VerdictStatus
+from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import KAFKA4_SERVICES, kafka4_service
+from eoslab.scenarios.catalogue import find_scenario
+from eoslab.scenarios.executor import RunResult, execute
+from eoslab.scenarios.schema import Scenario
+from eoslab.verify.checker import verify_run
+
+pytestmark = [pytest.mark.lab, pytest.mark.kafka4]
+
+
+def faults(run_dir: RunDir) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in run_dir.faults_jsonl.read_text().splitlines()]
+
+
+def run_and_check(
+    lab: LocalRuntime,
+    spark: SparkSession,
+    tmp_path: Path,
+    scenario: Scenario,
+    *,
+    records: int | None = None,
+    group_protocol: GroupProtocol | None = None,
+) -> tuple[RunResult, Verdict]:
+    """The scenario on kafka4, checked: it ran without a problem, every step of its timeline
+    took effect, and it conforms."""
+    result = execute(
+        scenario,
+        "kafka4",
+        runtime=lab,
+        config=lab.config,
+        runs_root=tmp_path,
+        records=records,
+        group_protocol=group_protocol,
+        show_progress=False,
+    )
+    assert result.problems == []
+    assert [f.step for f in result.info.faults] == list(range(len(scenario.nemesis)))
+    assert [f.summary for f in result.info.faults if not f.took_effect] == []
+    verdict = verify_run(result.run_dir.path, spark=spark)
+    assert verdict.status is VerdictStatus.CONFORMS, [m.summary for m in verdict.mismatches]
+    return result, verdict
+
+
+def acked_everything(result: RunResult, records: int) -> None:
+    history = ds.dataset(result.run_dir.history_dir).to_table().to_pylist()
+    assert len(history) == records
+    assert {row["outcome"] for row in history} == {"ack"}
+
+
+def test_an_idempotent_producer_loses_nothing_when_the_leader_is_killed(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path
+) -> None:
+    result, verdict = run_and_check(
+        lab, spark, tmp_path, find_scenario("leader-kill"), records=1500
+    )
+    acked_everything(result, 1500)
+    kill = [f for f in faults(result.run_dir) if f["kind"] == "kill"]
+    assert [f["phase"] for f in kill] == ["start", "end"]
+    assert kill[0]["target"] in KAFKA4_SERVICES
+    observed = {check.name: check.observed for check in verdict.checks}
+    assert (observed["lost"], observed["duplicate"]) == (0, 0)
+
+
+def test_an_idempotent_producer_loses_nothing_when_the_active_controller_is_killed(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path
+) -> None:
+    before = metadata_quorum(lab.config.kafka4_bootstrap)
+    assert before is not None
+    result, verdict = run_and_check(
+        lab, spark, tmp_path, find_scenario("controller-kill"), records=1500
+    )
+    acked_everything(result, 1500)
+    (killed,) = {f["target"] for f in faults(result.run_dir) if f["kind"] == "kill"}
+    # the quorum's leader was killed (not a random voter): the quorum elected another
+    assert killed == kafka4_service(before.leader_id)
+    after = metadata_quorum(lab.config.kafka4_bootstrap)
+    assert after is not None
+    assert after.leader_epoch > before.leader_epoch
+    observed = {check.name: check.observed for check in verdict.checks}
+    assert (observed["lost"], observed["duplicate"]) == (0, 0)
+
+
+CONTROLLER_RESTART = Scenario.model_validate(
+    {
+        "name": "controller-restart",
+        "description": "A clean restart of the active controller while producing.",
+        "targets": ["kafka", "kafka4"],
+        "workload": {"producers": 1, "records": 1500, "rate": 300},
+        "nemesis": [{"kind": "restart", "at": 1, "target": "controller"}],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "records", "kind"),
+    [
+        ("leader-pause", 1500, "pause"),
+        ("rolling-restart", 2000, "rolling-restart"),
+        ("lost-acks", 1500, "proxy:drop-response"),
+        ("producer-restart", 1500, "producer-crash"),
+        ("inflight-6", None, "probe"),
+    ],
+)
+def test_every_producer_nemesis_kind_plays_on_kafka4(
+    *,
+    lab: LocalRuntime,
+    spark: SparkSession,
+    tmp_path: Path,
+    scenario: str,
+    records: int | None,
+    kind: str,
+) -> None:
+    result, verdict = run_and_check(lab, spark, tmp_path, find_scenario(scenario), records=records)
+    played = [f for f in faults(result.run_dir) if f["kind"] == kind]
+    assert played
+    observed = {check.name: check.observed for check in verdict.checks}
+    if scenario == "rolling-restart":  # every node, one after the other
+        assert [f["target"] for f in played] == [",".join(KAFKA4_SERVICES)]
+    if scenario == "lost-acks":
+        assert [f["detail"]["injected"] for f in played if f["phase"] == "end"] == [3]
+    if scenario == "inflight-6":  # Kafka 4's 5-batch cache: as 3.9's, the retry is doubled
+        assert observed["duplicate"] > 0
+        assert observed["errors.OUT_OF_ORDER_SEQUENCE_NUMBER"] > 0
+
+
+def test_a_clean_restart_of_the_controller(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path
+) -> None:
+    result, _ = run_and_check(lab, spark, tmp_path, CONTROLLER_RESTART)
+    acked_everything(result, 1500)
+    restarts = [f for f in faults(result.run_dir) if f["kind"] == "restart"]
+    assert [f["phase"] for f in restarts] == ["instant"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "kind"),
+    [
+        ("consumer-crash-before-commit", "consumer-crash"),
+        ("zombie-consumer", "consumer-pause"),
+        ("rebalance-storm", "consumer-join"),
+        ("coordinator-kill", "kill"),
+    ],
+)
+def test_the_consumer_scenarios_conform_under_kip848(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, scenario: str, kind: str
+) -> None:
+    """dedup-table (each scenario's own mode): whatever KIP-848's protocol does with the crashed,
+    frozen, joining or orphaned members, no effect lands twice."""
+    result, verdict = run_and_check(
+        lab, spark, tmp_path, find_scenario(scenario), records=1500, group_protocol="consumer"
+    )
+    info = result.run_dir.read_info()
+    assert info.consumption is not None
+    assert info.consumption.group_protocol == "consumer"
+    assert info.run_id.split("-kafka4-")[0].endswith(".dedup-table.kip848")
+    assert [f for f in faults(result.run_dir) if f["kind"] == kind]
+    observed = {check.name: check.observed for check in verdict.checks}
+    assert observed["effect_duplicate"] == 0
+    if scenario == "zombie-consumer":
+        assert stale_commits_refused(result.run_dir)
+
+
+def stale_commits_refused(run_dir: RunDir) -> bool:
+    """Every commit the zombie sent after it woke with the member epoch it held when it froze
+    was refused (it may rejoin and commit with a new epoch)."""
+    pause = [f for f in faults(run_dir) if f["kind"] == "consumer-pause"]
+    frozen_ms = next(f["ts_ms"] for f in pause if f["phase"] == "start")
+    woke_ms = next(f["ts_ms"] for f in pause if f["phase"] == "end")
+    processed = ds.dataset(run_dir.processed_dir).to_table().to_pylist()
+    held = max(
+        (r for r in processed if r["consumer"] == 0 and r["processed_ms"] <= frozen_ms),
+        key=lambda r: r["processed_ms"],
+    )["generation"]
+    commits = ds.dataset(run_dir.commits_dir).to_table().to_pylist()
+    stale = [
+        r
+        for r in commits
+        if r["consumer"] == 0 and r["committed_ms"] > woke_ms and r["generation"] == held
+    ]
+    return all(r["error"] is not None for r in stale)

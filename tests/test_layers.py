@@ -1,7 +1,9 @@
 """Imports run one way, along the data flow (ARCHITECTURE.md): a module imports only from its own
-layer or the layers below, and no two modules import each other, directly or around a loop.
+layer or the layers below, and no two modules import each other, directly or around a loop,
+not even through imports under ``if TYPE_CHECKING:`` (annotations only: they may reach a
+lower layer's module that imports nothing back, never close a loop).
 
-Imports under ``if TYPE_CHECKING:`` are annotations only and are left out.
+The layers are checked on what modules import when they run; the loops on everything.
 """
 
 from __future__ import annotations
@@ -50,17 +52,24 @@ def layer(module: str) -> int:
     return next(i for i, names in enumerate(LAYERS) if unit(module) in names)
 
 
-def _runtime_imports(tree: ast.Module, modules: frozenset[str] = frozenset()) -> Iterator[str]:
-    """What a module imports when it runs; ``from package import submodule`` imports the
-    submodule (and the package's ``__init__``, which is not a dependency of its own)."""
-    checking = {
-        id(child)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If)
-        and ast.unparse(node.test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}
-        for statement in node.body
-        for child in ast.walk(statement)
-    }
+def _runtime_imports(
+    tree: ast.Module, modules: frozenset[str] = frozenset(), *, annotations: bool = False
+) -> Iterator[str]:
+    """What a module imports when it runs (with ``annotations``, under TYPE_CHECKING too);
+    ``from package import submodule`` imports the submodule (and the package's ``__init__``,
+    which is not a dependency of its own)."""
+    checking = (
+        set()
+        if annotations
+        else {
+            id(child)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If)
+            and ast.unparse(node.test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}
+            for statement in node.body
+            for child in ast.walk(statement)
+        }
+    )
     for node in ast.walk(tree):
         if id(node) in checking:
             continue
@@ -74,12 +83,14 @@ def _runtime_imports(tree: ast.Module, modules: frozenset[str] = frozenset()) ->
                 yield node.module
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the eoslab modules it imports at run time."""
+def import_graph(*, annotations: bool = False) -> dict[str, set[str]]:
+    """Module -> the eoslab modules it imports at run time (with ``annotations``, under
+    TYPE_CHECKING too)."""
     modules = {module_name(p): p for p in ROOT.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        imported = set(_runtime_imports(ast.parse(path.read_text()), frozenset(modules)))
+        tree = ast.parse(path.read_text())
+        imported = set(_runtime_imports(tree, frozenset(modules), annotations=annotations))
         graph[name] = {m for m in imported if m in modules and m != name}
     return graph
 
@@ -133,8 +144,8 @@ def test_packages_import_only_along_the_layers() -> None:
     assert upward_imports(import_graph()) == []
 
 
-def test_the_module_import_graph_has_no_cycle() -> None:
-    assert cycles(import_graph()) == []
+def test_the_module_import_graph_has_no_cycle_not_even_through_annotations() -> None:
+    assert cycles(import_graph(annotations=True)) == []
 
 
 def crossings(graph: dict[str, set[str]]) -> list[str]:
@@ -176,4 +187,5 @@ def test_the_checks_above_can_fail() -> None:
     ]
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import eoslab.cli\n")
     assert "eoslab.cli" not in set(_runtime_imports(tree))
+    assert "eoslab.cli" in set(_runtime_imports(tree, annotations=True))
     assert "eoslab.cli" in set(_runtime_imports(ast.parse("import eoslab.cli")))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol
 
 from kio.schema.errors import ErrorCode
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
@@ -30,8 +30,28 @@ from eoslab.kafka_api import api_name, error_name, parse_api_key, parse_error
 from eoslab.refbroker.producer_state import Rules
 
 if TYPE_CHECKING:
-    from eoslab.refbroker.broker import ReferenceBroker
-    from eoslab.refbroker.server import KafkaProtocolServer
+    from eoslab.refbroker.groups.group_coordinator import GroupCoordinator, UnavailableCoordinator
+    from eoslab.refbroker.log_manager import LogManager
+
+
+class FaultedBroker(Protocol):
+    """What a fault changes in the reference broker (:class:`eoslab.refbroker.broker.
+    ReferenceBroker`): named here, so that this module never imports the broker that arms it."""
+
+    request_faults: RequestFaults
+    unavailable_coordinator: UnavailableCoordinator
+    storage: LogManager
+    groups: GroupCoordinator
+
+    def set_rules(self, rules: Rules | None) -> Rules: ...
+
+    def crash_restart(self) -> None: ...
+
+
+class Connections(Protocol):
+    """The server's client connections (:class:`eoslab.refbroker.server.KafkaProtocolServer`)."""
+
+    def disconnect_all(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -46,7 +66,7 @@ class _Fault(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     @abc.abstractmethod
-    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+    def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         """Act on the broker now; returns what the fault did, for its log entry."""
 
     def took_effect(
@@ -63,7 +83,7 @@ class ExpireProducers(_Fault):
     kind: Literal["expire-producers"]
     producer_id: int | None = None
 
-    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+    def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         removed = broker.storage.expire_producers(
             now_ms(), producer_id=self.producer_id, force=True
         )
@@ -84,7 +104,7 @@ class RetainBatches(_Fault):
     kind: Literal["retained-batches"]
     count: int = Field(ge=1, le=1000)
 
-    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+    def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         broker.storage.set_retained_batches(self.count)
         return {}
 
@@ -107,7 +127,7 @@ class _ApiFault(_Fault):
     """The ``/counters`` ``faults`` entry that counts what it did, per API."""
     verb: ClassVar[str]
 
-    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+    def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         broker.request_faults.arm(self)
         return {"api": api_name(self.api)}
 
@@ -165,7 +185,7 @@ class CrashRestart(_Fault):
 
     kind: Literal["crash-restart"]
 
-    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+    def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         dropped = server.disconnect_all()
         broker.crash_restart()
         return {"connections_dropped": dropped}
@@ -185,7 +205,7 @@ class SetRules(_Fault):
     kind: Literal["rules"]
     rules: Rules
 
-    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+    def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         return {"rules": str(broker.set_rules(self.rules))}
 
     def took_effect(
@@ -200,7 +220,7 @@ class ForceRebalance(_Fault):
     kind: Literal["force-rebalance"]
     group_id: str
 
-    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+    def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         return {"state": broker.groups.force_rebalance(self.group_id)}
 
     def took_effect(
@@ -218,7 +238,7 @@ class ExpireMember(_Fault):
     group_id: str
     member_id: str | None = None
 
-    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+    def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         return {"expired": broker.groups.expire_members(self.group_id, self.member_id)}
 
     def took_effect(
@@ -255,7 +275,7 @@ class CoordinatorUnavailable(_Fault):
             raise ValueError(f"error must be one of {names}")
         return error
 
-    def apply(self, broker: ReferenceBroker, server: KafkaProtocolServer) -> dict[str, object]:
+    def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         broker.unavailable_coordinator.arm(self.count, self.error)
         return {}
 

@@ -2,8 +2,10 @@
 
 plan the cells (the params: the "default" matrix, the "full" catalogue, or chosen scenarios
 and targets) → for each cell, mapped: lab health → workload ∥ nemesis → the checker's Spark
-job → GX results → verdict → the run's report → the matrix report (reports/nightly/<time>/ and
-the trend in reports/index.html) → red unless every cell ran and conforms.
+job → GX results → verdict → the run's report; then every probe flow on every target (param
+probe_diffs) → the matrix report with the probe diffs (reports/nightly/<time>/ and the trend
+in reports/index.html) → red unless every cell ran and conforms and every flow answered as
+Kafka.
 
 A dead broker fails the cell's health check within seconds (retried once after 30 s), and
 every task has an execution_timeout: the night ends red with a log that says why, never hangs.
@@ -17,6 +19,7 @@ from airflow.sdk import DAG, Param, task_group
 
 from eoslab.orchestration import tasks
 from eoslab.orchestration.matrix import DEFAULT_RECORDS, MATRICES
+from eoslab.probe.every_flow import ALL_FLOWS
 from eoslab.rundir import HANDLER_MODES, LAB_TARGETS
 from eoslab.scenarios.catalogue import catalogue
 
@@ -40,10 +43,21 @@ with DAG(
             description="Only these scenarios (empty: the matrix's).",
         ),
         "targets": Param(
-            list(LAB_TARGETS),
+            [],
             type="array",
             items={"type": "string", "enum": list(LAB_TARGETS)},
-            description="Targets.",
+            description="Targets (empty: every target the lab runs).",
+        ),
+        "probe_diffs": Param(
+            True,
+            type="boolean",
+            description="Also play every probe flow on every target and report the diffs.",
+        ),
+        "probe_flows": Param(
+            [],
+            type="array",
+            items={"type": "string", "enum": list(ALL_FLOWS)},
+            description="Only these probe flows (empty: every one).",
         ),
         "modes": Param(
             [],
@@ -86,6 +100,7 @@ with DAG(
         checked >> tasks.gx_validation(run_dir) >> tasks.verdict(run_dir) >> tasks.report(run_dir)
 
     planned = tasks.plan_cells(request="{{ params }}", night="{{ ts_nodash }}")
+    probes = tasks.probe_diffs(request="{{ params }}", night="{{ ts_nodash }}")
     summary = tasks.nightly_report(night="{{ ts_nodash }}")
-    cell.expand_kwargs(planned) >> summary
+    cell.expand_kwargs(planned) >> probes >> summary
     tasks.matrix_conforms(summary, planned)

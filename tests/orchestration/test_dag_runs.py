@@ -73,11 +73,13 @@ def test_nightly_dag_reports_the_negative_control_as_conforming_because_found(
     dag_runner: DagRunner,
 ) -> None:
     """Through `eoslab orchestrate matrix`, as `make lab` runs it: the cells' phases and the
-    matrix on the terminal, Airflow's output in a log file named at the end."""
+    matrix on the terminal, Airflow's output in a log file named at the end; with one probe
+    flow diffed on the lab's targets beside the cell, in the same report."""
     done = subprocess.run(
         [
             *(sys.executable, "-m", "eoslab.orchestration.command", "matrix"),
             *("--scenario", "no-idempotence", "--target", "kafka"),
+            *("--probe-flow", "fig2"),
         ],
         env=dag_runner.env,
         capture_output=True,
@@ -99,6 +101,8 @@ def test_nightly_dag_reports_the_negative_control_as_conforming_because_found(
     [night] = list((dag_runner.reports / "nightly").iterdir())
     summary = json.loads((night / "summary.json").read_text())
     assert (summary["cells"], summary["conforming"], summary["conforms"]) == (1, 1, True)
+    assert summary["probe_diffs"] == {"flows": 1, "conforming": 1}
+    assert '<table id="probe-diffs">' in (night / "index.html").read_text()
     [cell] = summary["outcomes"]
     assert (cell["scenario"], cell["target"], cell["status"]) == (
         "no-idempotence",

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from eoslab.probe.every_flow import FlowSummary, read_summaries, write_summaries
 from eoslab.report.command import app
 from eoslab.report.outcome import Status, latest_per_cell, load_outcome
 from eoslab.report.plots import fault_windows, run_figure_svg
-from eoslab.report.render import write_nightly_report, write_run_report
+from eoslab.report.render import read_summary, write_nightly_report, write_run_report
 from synthetic_runs import START_MS, make_run
 
 NEGATIVE_CONTROL = {"duplicate": ">0"}
@@ -153,3 +154,37 @@ def test_report_command_exits_2_when_the_matrix_does_not_conform(tmp_path: Path)
     done = runner.invoke(app, ["run", str(tmp_path / "nowhere"), "--reports-dir", reports])
     assert done.exit_code == 1
     assert "not a run directory" in done.output
+
+
+def test_the_nights_probe_diffs_are_in_the_matrix_and_an_unexplained_one_turns_it_red(
+    tmp_path: Path,
+) -> None:
+    run = make_run(tmp_path / "runs", "baseline", "kafka", observed={})
+    as_kafka = FlowSummary(flow="fig2", seed="003", three_way=True, conforms=True)
+    differs = FlowSummary(
+        flow="txn-abort",
+        seed="-",
+        conforms=False,
+        differences=2,
+        known=1,
+        unexplained=["step 3 EndTxn error: kafka 'NONE', refbroker 'INVALID_TXN_STATE'"],
+    )
+    reports = tmp_path / "reports"
+
+    green = write_nightly_report([run], name="green", reports=reports, probe_diffs=[as_kafka])
+    assert read_summary(green)["conforms"] is True
+    assert read_summary(green)["probe_diffs"] == {"flows": 1, "conforming": 1}
+
+    red = write_nightly_report([run], name="red", reports=reports, probe_diffs=[as_kafka, differs])
+    summary = read_summary(red)
+    assert summary["conforms"] is False
+    assert summary["probe_diffs"] == {"flows": 2, "conforming": 1}
+    html = red.read_text()
+    assert "1 of 2 probe flows answered as Kafka" in html
+    assert "DIFFERS" in html
+    assert "refbroker &#39;INVALID_TXN_STATE&#39;" in html
+
+    path = tmp_path / "probe-diffs.json"
+    write_summaries(path, [as_kafka, differs])
+    assert read_summaries(path) == [as_kafka, differs]
+    assert read_summaries(tmp_path / "none.json") == []

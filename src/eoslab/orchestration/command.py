@@ -25,6 +25,7 @@ from rich.table import Table
 from eoslab.console import console, count_option, fail, identifier_column, log_tail
 from eoslab.orchestration.matrix import MATRICES, Cell, MatrixError, plan
 from eoslab.orchestration.progress import CellProgress, Phase, watch
+from eoslab.probe.every_flow import ALL_FLOWS
 from eoslab.report.render import exit_code, read_summary
 from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
@@ -50,6 +51,7 @@ def matrix(
     which: Annotated[
         str, typer.Option("--matrix", help=f"One of {', '.join(MATRICES)}.")
     ] = "default",
+    *,
     scenarios: Annotated[list[str] | None, typer.Option("--scenario", help="Only these.")] = None,
     targets: Annotated[
         list[str] | None,
@@ -59,6 +61,13 @@ def matrix(
         ),
     ] = None,
     records: Annotated[int | None, count_option("Records per cell.")] = None,
+    probe_flows: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--probe-flow",
+            help="Also diff these probe flows on every target (the full matrix diffs them all).",
+        ),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show Airflow's output as it runs.")
     ] = False,
@@ -71,6 +80,9 @@ def matrix(
         "matrix": which,
         "scenarios": scenarios or [],
         "targets": targets or list(LabConfig().targets),
+        # make conformance diffs every flow; make lab stays quick
+        "probe_diffs": which == "full" or bool(probe_flows),
+        "probe_flows": probe_flows or [],
     }
     if records is not None:
         request["records"] = records
@@ -78,6 +90,9 @@ def matrix(
         cells = plan(request)
     except MatrixError as error:
         raise fail(error) from error
+    unknown = sorted(set(probe_flows or ()) - ALL_FLOWS.keys())
+    if unknown:
+        raise fail(f"unknown probe flow(s) {unknown}; choose among {', '.join(ALL_FLOWS)}")
     home = _home()
     logical = datetime.now(UTC).replace(microsecond=0)
     night = logical.strftime("%Y%m%dT%H%M%S")

@@ -21,6 +21,12 @@ from airflow.sdk import TriggerRule, task
 
 from eoslab.orchestration import steps
 from eoslab.orchestration.matrix import plan
+from eoslab.probe.every_flow import (
+    PROBE_DIFFS_FILE,
+    diff_every_flow,
+    read_summaries,
+    write_summaries,
+)
 from eoslab.report.render import read_summary, write_nightly_report, write_run_report
 from eoslab.rundir import cell_name
 from eoslab.runtime.airflow import LAB_POOL, SPARK_CONN
@@ -32,6 +38,7 @@ HEALTH_TIMEOUT = timedelta(minutes=2)
 RUN_TIMEOUT = timedelta(minutes=20)  # above any scenario's timeout_s plus topic set-up
 CHECKER_TIMEOUT = timedelta(minutes=20)
 PUBLISH_TIMEOUT = timedelta(minutes=5)
+PROBE_TIMEOUT = timedelta(minutes=15)  # every flow on three targets, each bounded
 AFTER_THE_RUN = TriggerRule.ALL_DONE_MIN_ONE_SUCCESS
 """Run when the upstream tasks are done, whatever their state, provided one of them (the
 scenario run) succeeded: there is then a run directory to read."""
@@ -147,27 +154,57 @@ def _cell_name(cell: dict[str, Any]) -> str:
     )
 
 
+@task(trigger_rule=TriggerRule.ALL_DONE, execution_timeout=PROBE_TIMEOUT, pool=LAB_POOL, retries=0)
+def probe_diffs(request: dict[str, Any], night: str) -> int:
+    """Every probe flow (or the DAG run's ``probe_flows``) on every target the lab runs, when
+    its ``probe_diffs`` asks for them, summarised into the night's folder for the report;
+    returns how many flows."""
+    if not request.get("probe_diffs"):
+        log.info("probe diffs not asked for (param probe_diffs)")
+        return 0
+    folder = runs_root() / f"nightly-{night}"
+    folder.mkdir(parents=True, exist_ok=True)
+    summaries = diff_every_flow(steps.lab_config(), request.get("probe_flows") or None)
+    write_summaries(folder / PROBE_DIFFS_FILE, summaries)
+    for flow in summaries:
+        log.info("probe %s: %s", flow.flow, "as Kafka" if flow.conforms else "DIFFERS")
+    return len(summaries)
+
+
 @task(trigger_rule=TriggerRule.ALL_DONE, execution_timeout=PUBLISH_TIMEOUT, retries=0)
 def nightly_report(night: str) -> dict[str, Any]:
     """The matrix report over every run of this DAG run (a cell whose run failed shows as an
-    error), the runs' own pages and the trend; returns the matrix summary."""
+    error) and the night's probe diffs, the runs' own pages and the trend; returns the matrix
+    summary."""
     folder = runs_root() / f"nightly-{night}"
     run_dirs = sorted(p.parent for p in folder.glob("*/run.json"))
-    index = write_nightly_report(run_dirs, name=night)
+    diffs = read_summaries(folder / PROBE_DIFFS_FILE)
+    index = write_nightly_report(run_dirs, name=night, probe_diffs=diffs)
     log.info("matrix report: %s", index)
     summary = read_summary(index)
-    return {"index": str(index), "conforms": summary["conforms"], "cells": summary["outcomes"]}
+    return {
+        "index": str(index),
+        "conforms": summary["conforms"],
+        "cells": summary["outcomes"],
+        "probe_diffs": [flow.model_dump() for flow in diffs],
+    }
 
 
 @task(execution_timeout=PUBLISH_TIMEOUT, retries=0)
 def matrix_conforms(summary: dict[str, Any], expected_cells: list[dict[str, Any]]) -> None:
-    """Red unless every planned cell has a run and every run conforms."""
+    """Red unless every planned cell has a run, every run conforms and every probe flow run
+    answered as Kafka."""
     done = {_cell_key(c) for c in summary["cells"]}
     missing = [_cell_key(c) for c in expected_cells if _cell_key(c) not in done]
     bad = [
         f"{_cell_name(c)}/{c['target']}: {c['message']}"
         for c in summary["cells"]
         if c["status"] != "conforms"
+    ]
+    bad += [
+        f"probe {flow['flow']}: {flow['error'] or '; '.join(flow['unexplained'])}"
+        for flow in summary.get("probe_diffs", [])
+        if not flow["conforms"]
     ]
     if missing or bad:
         raise MatrixNotConformingError(

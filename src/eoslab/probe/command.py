@@ -6,19 +6,18 @@ import json
 from typing import Annotated
 
 import typer
-from confluent_kafka import KafkaException
 from rich.table import Table
 
-from eoslab.admin import LeaderLookupError
 from eoslab.console import JsonOption, RuntimeOption, console, fail, identifier_column
 from eoslab.probe.diff import FlowDiff
-from eoslab.probe.flows import FLOWS, Flow
-from eoslab.probe.group_flows import GROUP_FLOWS, GroupFlow
+from eoslab.probe.every_flow import ALL_FLOWS, PROBE_FAILURES, diff_flow_on_lab
+from eoslab.probe.flows import Flow
+from eoslab.probe.group_flows import GroupFlow
 from eoslab.probe.group_runner import GroupFlowRun
-from eoslab.probe.runner import FlowRun, ProbeError
-from eoslab.probe.targets import diff_on_lab, run_group_flow_on_lab, run_on_lab
-from eoslab.probe.txn_flows import TXN_FLOWS, TxnFlow
-from eoslab.probe.txn_runner import TxnFlowRun, diff_txn_on_lab, run_txn_flow_on_lab
+from eoslab.probe.runner import FlowRun
+from eoslab.probe.targets import run_group_flow_on_lab, run_on_lab
+from eoslab.probe.txn_flows import TxnFlow
+from eoslab.probe.txn_runner import TxnFlowRun, run_txn_flow_on_lab
 from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime import LabError, get_runtime
 from eoslab.runtime.topology import LabConfig
@@ -28,7 +27,6 @@ app = typer.Typer(help="Crafted Produce flows from the seeds, on Kafka and the r
 EXIT_DIFFERENT = 1
 EXIT_FAILED = 2
 
-ALL_FLOWS: dict[str, Flow | GroupFlow | TxnFlow] = {**FLOWS, **GROUP_FLOWS, **TXN_FLOWS}
 FlowArgument = Annotated[str, typer.Argument(help=f"One of: {', '.join(ALL_FLOWS)}.")]
 
 
@@ -43,11 +41,6 @@ def _lab_config(runtime: str) -> LabConfig:
         return get_runtime(runtime).config
     except LabError as error:
         raise fail(error, EXIT_FAILED) from error
-
-
-PROBE_FAILURES = (ProbeError, LeaderLookupError, KafkaException, OSError, TimeoutError)
-"""What a flow run on the lab can fail with: no leader, a refused InitProducerId, the control
-API, topic creation, a broken connection."""
 
 
 @app.command("list")
@@ -106,11 +99,7 @@ def diff(flow: FlowArgument, as_json: JsonOption = False, runtime: RuntimeOption
     chosen = _flow(flow)
     try:
         config = _lab_config(runtime)
-        result = (
-            diff_txn_on_lab(chosen, config)
-            if isinstance(chosen, TxnFlow)
-            else diff_on_lab(chosen, config)
-        )
+        result = diff_flow_on_lab(chosen, config)
     except PROBE_FAILURES as error:
         raise fail(f"{flow}: {error}", EXIT_FAILED) from error
     if as_json:

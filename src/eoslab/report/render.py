@@ -20,6 +20,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from eoslab.probe.every_flow import FlowSummary
 from eoslab.report.junit import junit_xml
 from eoslab.report.outcome import RunOutcome, Status, latest_per_cell, load_outcome
 from eoslab.report.plots import run_figure_svg, trend_figure_svg
@@ -131,10 +132,15 @@ def write_run_report(run_dir: Path, reports: Path | None = None) -> Path:
 
 
 def write_nightly_report(
-    run_dirs: list[Path], name: str | None = None, reports: Path | None = None
+    run_dirs: list[Path],
+    name: str | None = None,
+    reports: Path | None = None,
+    probe_diffs: list[FlowSummary] | None = None,
 ) -> Path:
-    """One matrix report over the given runs (the last run of each cell counts), plus every
-    run's own page and the trend index; returns the matrix's index.html."""
+    """One matrix report over the given runs (the last run of each cell counts), with the
+    night's probe diffs when there are any, plus every run's own page and the trend index;
+    returns the matrix's index.html. The matrix conforms when every cell does and every probe
+    flow does."""
     root = reports or reports_root()
     name = name or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     outcomes = latest_per_cell([load_outcome(Path(d)) for d in run_dirs])
@@ -147,7 +153,13 @@ def write_nightly_report(
         "cells": len(outcomes),
         "conforming": sum(o.status is Status.CONFORMS for o in outcomes),
         "invalid": sum(o.status is Status.INVALID for o in outcomes),
-        "conforms": bool(outcomes) and all(o.status is Status.CONFORMS for o in outcomes),
+        "conforms": bool(outcomes)
+        and all(o.status is Status.CONFORMS for o in outcomes)
+        and all(flow.conforms for flow in probe_diffs or []),
+        "probe_diffs": {
+            "flows": len(probe_diffs or []),
+            "conforming": sum(flow.conforms for flow in probe_diffs or []),
+        },
         "run_time_s": _span_s(outcomes),
         "outcomes": [
             {
@@ -171,6 +183,7 @@ def write_nightly_report(
         .render(
             summary=summary,
             outcomes=outcomes,
+            probe_diffs=probe_diffs or [],
             matrix=_matrix(outcomes, page_dir, root),
             trend_href=_link(root / "index.html", page_dir),
             generated=summary["generated"],

@@ -449,3 +449,10 @@ def test_a_run_refuses_the_consumer_protocol_where_no_broker_speaks_it(
             group_protocol="consumer",
         )
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_producer_cell_may_name_the_classic_protocol_it_never_uses() -> None:
+    """What every matrix cell of a producer scenario passes (Cell.group_protocol)."""
+    assert plan(find_scenario("baseline"), "kafka", group_protocol="classic").consumers is None
+    with pytest.raises(RunError, match="goes with consumers"):
+        plan(find_scenario("baseline"), "kafka4", group_protocol="consumer")

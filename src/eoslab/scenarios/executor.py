@@ -194,8 +194,9 @@ def _with_protocol(
     spec: ConsumerWorkloadSpec | None, protocol: GroupProtocol | None, target: str
 ) -> ConsumerWorkloadSpec | None:
     """The consumer workload with its group protocol chosen; the consumer protocol (KIP-848)
-    only where a broker speaks it: Kafka 4, or a cluster the user names."""
-    if protocol is None:
+    only where a broker speaks it: Kafka 4, or a cluster the user names. A run without
+    consumers has the classic protocol (what a matrix cell of a producer scenario names)."""
+    if protocol is None or (spec is None and protocol == "classic"):
         chosen = None if spec is None else spec.group_protocol
     elif spec is None:
         raise RunError("--group-protocol goes with consumers (a consumer scenario, or --mode)")

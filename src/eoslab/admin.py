@@ -262,6 +262,25 @@ def delete_records(bootstrap: str, topic: str, partitions: list[int]) -> dict[in
     return {tp.partition: int(f.result(timeout=60).low_watermark) for tp, f in futures.items()}
 
 
+def topic_exists(bootstrap: str, topic: str) -> bool:
+    """Whether the cluster knows ``topic`` (KafkaException when it cannot be asked)."""
+    described = admin_client(bootstrap).list_topics(topic, timeout=10).topics.get(topic)
+    return described is not None and described.error is None
+
+
+def delete_topic(bootstrap: str, topic: str) -> bool:
+    """Delete a topic; False when it was already gone (KafkaException for anything else)."""
+    client = admin_client(bootstrap, timeout_ms=30_000)
+    future = client.delete_topics([topic], operation_timeout=30)[topic]
+    try:
+        future.result(timeout=60)
+    except KafkaException as error:
+        if error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return False
+        raise
+    return True
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int, replication: int) -> None:
     """Create a topic (an existing one is fine) and wait until every partition has a leader."""
     client = admin_client(bootstrap, timeout_ms=30_000)

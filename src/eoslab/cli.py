@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from eoslab.admin import create_topic
+from eoslab.clock import now_ms
 from eoslab.console import (
     JsonOption,
     RuntimeOption,
@@ -27,12 +28,13 @@ from eoslab.refbroker.command import app as refbroker_app
 from eoslab.report.command import app as report_app
 from eoslab.rundir import LAB_TARGETS, REPLICATION
 from eoslab.runtime import LabError, get_runtime, processes
+from eoslab.runtime import prune as prune_lib
 from eoslab.runtime import smoke as smoke_lib
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.status import ClusterView, LabStatus
 from eoslab.runtime.topology import LabConfig, parse_targets
 from eoslab.scenarios import command as scenarios_command
-from eoslab.settings import TARGETS
+from eoslab.settings import TARGETS, runs_root
 from eoslab.verify import command as verify_command
 
 WARMUP_MODULE = "eoslab.verify.warmup"
@@ -190,6 +192,56 @@ def smoke(
         )
     console.print(table)
     if failed:
+        raise typer.Exit(code=1)
+
+
+@lab_app.command()
+def prune(
+    *,
+    older_than: Annotated[
+        str | None, typer.Option(help="Runs that started longer ago than this: 7d, 12h, 30m.")
+    ] = None,
+    keep_last: Annotated[
+        int | None, count_option("Keep the newest N runs (with --older-than: both).")
+    ] = None,
+    runs: Annotated[
+        bool, typer.Option("--runs", help="Also delete the run directories, with their topics.")
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(help="Also delete the topics of runs never checked (no copy of their log)."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option(help="Say what would be deleted; delete nothing.")
+    ] = False,
+    runtime: RuntimeOption = "local",
+) -> None:
+    """Delete old runs' topics from the lab's clusters (a checked run keeps a copy of its log
+    and re-checks without them), and with --runs their run directories."""
+    try:
+        config = get_runtime(runtime).config
+        old = prune_lib.old_runs(
+            prune_lib.find_runs(runs_root()),
+            now_ms=now_ms(),
+            older_than_ms=None if older_than is None else prune_lib.parse_duration_ms(older_than),
+            keep_last=keep_last,
+        )
+    except (LabError, ValueError) as error:
+        raise fail(error) from error
+    results = prune_lib.prune(config, old, delete_run_dirs=runs, force=force, dry_run=dry_run)
+    table = Table(title="prune" + (" (dry run: nothing deleted)" if dry_run else ""))
+    for column in ("run", "target", "topic", "run directory"):
+        table.add_column(column)
+    for pruned in results:
+        fate = pruned.fate.value + (f": {pruned.detail}" if pruned.detail else "")
+        table.add_row(
+            pruned.run_id, pruned.target, fate, "deleted" if pruned.run_dir_deleted else ""
+        )
+    if results:
+        console.print(table)
+    deleted = sum(p.fate is prune_lib.TopicFate.DELETED for p in results)
+    console.print(f"{len(results)} old run(s); {deleted} topic(s) deleted.")
+    if any(p.fate is prune_lib.TopicFate.FAILED for p in results):
         raise typer.Exit(code=1)
 
 

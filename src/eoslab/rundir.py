@@ -1,7 +1,7 @@
 """The run directory: everything one scenario run leaves behind, and the checker's input.
 
 This layout is the contract between the run executor (which writes it) and the checker
-(which reads it and writes only under ``checker/``)::
+(which reads it and writes only under ``checker/`` and, once, ``topic/``)::
 
     runs/<run_id>/                 root configurable; default `runs/` in the checkout
       run.json                     RunInfo: scenario, target, topic, seed, expected verdict,
@@ -17,6 +17,10 @@ This layout is the contract between the run executor (which writes it) and the c
                                    a producer is killed it turns in-flight sends into
                                    `indeterminate` history rows)
       consumption/, sink.sqlite    the consumer half, when a consumer workload ran (below)
+      topic/                       the run's log as the checker first read it from the topic
+                                   (Parquet: partition, offset, key, value, timestamp), kept so
+                                   that the run re-checks without its topic; written by the
+                                   checker once (``eoslab verify --from-topic`` reads it anew)
       checker/                     written by the checker only
         anomalies/<name>/          Parquet, one dataset per anomaly
         metrics.json
@@ -511,6 +515,15 @@ class RunDir:
     @property
     def journal_dir(self) -> Path:
         return self.path / "journal"
+
+    @property
+    def topic_dir(self) -> Path:
+        return self.path / "topic"
+
+    @property
+    def has_topic_snapshot(self) -> bool:
+        """Whether the checker kept the run's log (a complete Spark write: ``_SUCCESS``)."""
+        return (self.topic_dir / "_SUCCESS").is_file()
 
     @property
     def checker_dir(self) -> Path:

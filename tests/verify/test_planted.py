@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
-from planted_runs import PlantedRun, located
+from planted_runs import PlantedRun, located, rows
 from pyspark.sql import SparkSession
+from typer.testing import CliRunner
 
+from eoslab.admin import delete_topic, topic_exists
 from eoslab.rundir import Outcome, RunDir
 from eoslab.verify import naive, spark_session
 from eoslab.verify.checker import verify_run
+from eoslab.verify.command import app as verify_app
 
 PLANTED_EXPECTED = {
     "lost": ">0",
@@ -217,3 +220,31 @@ def test_a_key_spread_over_partitions_is_checked_per_partition(
     assert {name: n for name, n in counts.items() if n} == {"key_reorder": 1}
     assert verdict.conforms
     assert naive.check(run_dir.path).counts == counts
+
+
+def test_a_run_rechecks_to_the_same_verdict_after_its_topic_is_deleted(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """The first check keeps the log in the run directory (topic/); with the topic deleted the
+    run checks again to the same checks and the same anomaly rows, and a check that asks for
+    the topic itself says in one line that it is gone and where the copy is."""
+    run, _ = plant_anomalies(tmp_path, kafka_bootstrap)
+    run_dir, _ = run.write(expected=PLANTED_EXPECTED)
+    first = verify_run(run_dir.path, spark=spark)
+    assert run_dir.has_topic_snapshot
+    tables = {name: rows(run_dir, name) for name in first.links.anomalies}
+    assert delete_topic(kafka_bootstrap, run.topic)
+    assert not topic_exists(kafka_bootstrap, run.topic)
+
+    again = verify_run(run_dir.path, spark=spark)
+
+    assert again.checks == first.checks
+    assert {name: rows(run_dir, name) for name in again.links.anomalies} == tables
+    assert tables["duplicate"]  # the same anomalies, not two empty checks
+    assert tables["lost"]
+    refused = CliRunner().invoke(verify_app, [str(run_dir.path), "--from-topic"])
+    assert refused.exit_code == 2
+    assert f"topic {run.topic} is not on {kafka_bootstrap}" in refused.output
+    assert "check without --from-topic" in refused.output
+    assert "Traceback" not in refused.output
+    assert run_dir.has_topic_snapshot  # the copy is kept

@@ -25,6 +25,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from eoslab.admin import delete_topic
 from eoslab.rundir import RunDir
 from eoslab.runtime.topology import LabConfig
 from eoslab.verify import naive
@@ -33,7 +34,7 @@ from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger
 from eoslab.verify.spark_session import build_session
 from eoslab.verify.topic_reader import classify, read_raw
-from eoslab.workload.synthetic import PARTITIONS, delete_topic, generate
+from eoslab.workload.synthetic import PARTITIONS, generate
 
 DEFAULT_SCALES = [1_000_000, 2_000_000, 4_000_000, 8_000_000]
 TARGET_OVER_LEDGER = 1.5
@@ -70,7 +71,7 @@ def run(scales: list[int], bootstrap: str | None = None) -> dict[str, Any]:
             run_dir, produce_s = generate(bootstrap, Path(root), records)
             read_s, ledger_s = _time_floors(spark, run_dir)
             started = time.perf_counter()
-            verdict = verify_run(run_dir.path, spark=spark)
+            verdict = verify_run(run_dir.path, spark=spark, from_topic=True)
             spark_s = time.perf_counter() - started
             started = time.perf_counter()
             naive_result = naive.check(run_dir.path)

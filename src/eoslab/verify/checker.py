@@ -46,7 +46,7 @@ from eoslab.verify.spark_session import (
     small_run,
     spark_path,
 )
-from eoslab.verify.topic_reader import classify, read_raw
+from eoslab.verify.topic_reader import classify, read_log
 from eoslab.verify.verdict import (
     MAX_EXAMPLES,
     build_verdict,
@@ -101,9 +101,13 @@ def verify_run(
     master: str | None = None,
     bootstrap: str | None = None,
     remote: str | None = None,
+    *,
+    from_topic: bool = False,
 ) -> Verdict:
-    """Check the run in ``run_dir`` and write its verdict; ``bootstrap`` overrides run.json's
-    (the topic read from elsewhere than where it was written, e.g. through another listener).
+    """Check the run in ``run_dir`` and write its verdict. The log is the copy the run
+    directory keeps (``topic/``) once a check has read the topic; ``from_topic`` reads the
+    topic again (and keeps that); ``bootstrap`` overrides run.json's (the topic read from
+    elsewhere than where it was written, e.g. through another listener).
 
     Spark: ``spark`` if given, else a session on ``master`` (a JVM of its own), else a Spark
     Connect session on ``remote`` or the default one (:func:`default_remote`: the lab's warm
@@ -113,7 +117,7 @@ def verify_run(
     # a run directory or expectation the checker cannot use fails before any Spark starts
     expected = expected_checks(info.expected, consumed=info.consumption is not None)
     with _session(spark, master, remote) as session, run_settings(session, run.history_rows()):
-        return _check(run, info, expected, session, bootstrap)
+        return _check(run, info, expected, session, bootstrap, from_topic=from_topic)
 
 
 @contextmanager
@@ -140,6 +144,8 @@ def _check(
     expected: dict[str, str],
     spark: SparkSession,
     bootstrap: str | None,
+    *,
+    from_topic: bool,
 ) -> Verdict:
     shutil.rmtree(run.checker_dir, ignore_errors=True)
     run.anomalies_dir.mkdir(parents=True)
@@ -150,7 +156,7 @@ def _check(
         return frame
 
     try:
-        raw = read_raw(spark, bootstrap or info.bootstrap, info.topic, info.partitions)
+        raw = read_log(spark, run, info, bootstrap=bootstrap, from_topic=from_topic)
         history = read_history(spark, run.history_dir, info.log_starts())
         ledger = cache(build_ledger(classify(raw, info.run_id), history))
         ledger.count()  # the log as of now: later actions reuse this snapshot

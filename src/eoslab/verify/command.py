@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from eoslab.console import console, fail
-from eoslab.rundir import RunDirError, Verdict
+from eoslab.rundir import RunDir, RunDirError, Verdict
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.spark import DEFAULT_MASTER
 from eoslab.runtime.topology import SPARK_CONNECT_SERVICE
@@ -44,17 +44,27 @@ def verify(
         ),
     ] = None,
     bootstrap: Annotated[
-        str | None, typer.Option(help="Read the topic from these bootstrap servers instead.")
+        str | None,
+        typer.Option(help="Read the topic from these bootstrap servers instead (--from-topic)."),
     ] = None,
+    from_topic: Annotated[
+        bool,
+        typer.Option(
+            "--from-topic",
+            help="Read the topic again, not the copy of its log the run directory keeps.",
+        ),
+    ] = False,
 ) -> None:
-    """Read the run's topic (Spark's Kafka source) and history, derive every anomaly, validate
-    the GX suites and write RUN_DIR/checker/verdict.json."""
+    """Read the run's log (the run directory's copy, RUN_DIR/topic/, once a check has read the
+    topic; the topic itself through Spark's Kafka source the first time) and history, derive
+    every anomaly, validate the GX suites and write RUN_DIR/checker/verdict.json."""
     # Spark and GX load in seconds: only when a run is checked, not for every `eoslab` command.
     from pyspark.errors import PySparkException
 
     from eoslab.verify.checker import verify_run
     from eoslab.verify.spark_session import answers, default_remote, spark_failure
     from eoslab.verify.suites import SuiteFileError
+    from eoslab.verify.topic_reader import TopicGoneError
 
     remote = None if master else remote or default_remote()
     if remote:
@@ -64,12 +74,18 @@ def verify(
     else:
         why = "" if master else "; no warm Spark is up"
         console.print(f"checking on a Spark of its own ({master or DEFAULT_MASTER}{why})")
+    from_topic = from_topic or bootstrap is not None
+    if not from_topic and RunDir(run_dir).has_topic_snapshot:
+        console.print(f"the log: the copy in {RunDir(run_dir).topic_dir} (--from-topic: the topic)")
     try:
-        verdict = verify_run(run_dir, master=master, bootstrap=bootstrap, remote=remote)
+        verdict = verify_run(
+            run_dir, master=master, bootstrap=bootstrap, remote=remote, from_topic=from_topic
+        )
     except (
         ExpectationError,
         SuiteFileError,
         FileNotFoundError,
+        TopicGoneError,
         RunDirError,
         ValidationError,
     ) as error:

@@ -1,18 +1,26 @@
-"""Read a run's topic through Spark's Kafka source and parse the workload's messages.
+"""Read a run's log — its topic through Spark's Kafka source, or the copy the run directory
+keeps — and parse the workload's messages.
 
-Parsing is plain SQL (``split`` and ``try_cast``), never a Python UDF: it stays in the JVM and
-scales with the cluster. Every record keeps its Kafka partition and offset, so that each anomaly
-can be located in the log.
+The first check of a run reads the topic and keeps what it read in the run directory
+(``topic/``, :func:`read_log`); every later check reads that copy, so a run re-checks to the
+same verdict after its topic is gone (pruned, or the lab rebuilt), on another machine, or
+archived. Parsing is plain SQL (``split`` and ``try_cast``), never a Python UDF: it stays in the
+JVM and scales with the cluster. Every record keeps its Kafka partition and offset, so that
+each anomaly can be located in the log.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
+from eoslab.admin import topic_exists
 from eoslab.message import FIELD_INDEX, FIELDS, FORMAT_TAG, RECORD_FIELDS, SEPARATOR
+from eoslab.rundir import RunDir, RunInfo
+from eoslab.verify.spark_session import spark_path
 
 RECORD_COLUMNS = (*RECORD_FIELDS, "offset")
 """A run record: who sent it and its sequences (from the value), where it is (Kafka)."""
@@ -34,6 +42,43 @@ def read_raw(spark: SparkSession, bootstrap: str, topic: str, partitions: int) -
         .option("kafka.fetch.max.bytes", str(FETCH_BYTES))
         .load()
     )
+
+
+class TopicGoneError(LookupError):
+    """The run's topic is not on the cluster (deleted, or the lab rebuilt) and is needed."""
+
+
+SNAPSHOT_COLUMNS = ("partition", "offset", "key", "value", "timestamp")
+"""What the run directory keeps of each Kafka record (everything the checks read, and more)."""
+
+
+def read_log(
+    spark: SparkSession,
+    run: RunDir,
+    info: RunInfo,
+    *,
+    bootstrap: str | None = None,
+    from_topic: bool = False,
+) -> DataFrame:
+    """The run's log: the copy its run directory keeps, or (the first time, or ``from_topic``)
+    the topic read from ``bootstrap`` (run.json's by default), kept as that copy first. The
+    copy is written beside, then moved in place: a check that dies halfway leaves none."""
+    if from_topic or not run.has_topic_snapshot:
+        bootstrap = bootstrap or info.bootstrap
+        if not topic_exists(bootstrap, info.topic):
+            kept = (
+                f"the copy of its log in {run.topic_dir} is there: check without --from-topic"
+                if run.has_topic_snapshot
+                else f"and {run.topic_dir} holds no copy of its log (the run was never checked)"
+            )
+            raise TopicGoneError(f"topic {info.topic} is not on {bootstrap}; {kept}")
+        raw = read_raw(spark, bootstrap, info.topic, info.partitions)
+        partial = run.path / f".{run.topic_dir.name}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        raw.select(*SNAPSHOT_COLUMNS).write.parquet(spark_path(partial))
+        shutil.rmtree(run.topic_dir, ignore_errors=True)
+        partial.rename(run.topic_dir)
+    return spark.read.parquet(spark_path(run.topic_dir))
 
 
 def _field(parts: Column, name: str) -> Column:

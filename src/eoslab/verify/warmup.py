@@ -16,10 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from eoslab.admin import delete_topic
 from eoslab.rundir import Verdict
 from eoslab.runtime.topology import LabConfig
 from eoslab.verify.checker import verify_run
-from eoslab.workload.synthetic import delete_topic, generate
+from eoslab.workload.synthetic import generate
 
 WARMUP_RECORDS = 3000
 WARMUP_TIMEOUT_S = 300.0

@@ -135,10 +135,3 @@ def generate(
     )
     pq.write_table(_history(run_id, sessions, records), run.history_file(0, "bench", 0))
     return run, produce_s
-
-
-def delete_topic(bootstrap: str, topic: str) -> None:
-    """Drop a generated run's topic."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.delete_topics([topic]).values():
-        future.result(timeout=60)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -31,10 +32,11 @@ from eoslab.runtime import LabError, get_runtime, processes
 from eoslab.runtime import prune as prune_lib
 from eoslab.runtime import smoke as smoke_lib
 from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.spark_cluster import SparkClusterError, StandaloneCluster
 from eoslab.runtime.status import ClusterView, LabStatus
 from eoslab.runtime.topology import LabConfig, parse_targets
 from eoslab.scenarios import command as scenarios_command
-from eoslab.settings import TARGETS, runs_root
+from eoslab.settings import TARGETS, BasePort, runs_root
 from eoslab.verify import command as verify_command
 
 WARMUP_MODULE = "eoslab.verify.warmup"
@@ -243,6 +245,38 @@ def prune(
     console.print(f"{len(results)} old run(s); {deleted} topic(s) deleted.")
     if any(p.fate is prune_lib.TopicFate.FAILED for p in results):
         raise typer.Exit(code=1)
+
+
+@lab_app.command("spark-cluster")
+def spark_cluster(
+    workers: Annotated[int, count_option("Workers (one core, 1 GB each).")] = 2,
+    runtime: RuntimeOption = "local",
+) -> None:
+    """A standalone Spark cluster on loopback (a master and workers of the pinned Spark), up
+    until Ctrl-C: check a run on it with `eoslab verify RUN_DIR --master URL`."""
+    config = get_runtime(runtime).config
+    cluster = StandaloneCluster(
+        config.state_dir / "spark-cluster",
+        master_port=config.port(BasePort.SPARK_MASTER),
+        ui_port=config.port(BasePort.SPARK_MASTER_UI),
+        workers=workers,
+    )
+    try:
+        cluster.start()
+    except SparkClusterError as error:
+        raise fail(error) from error
+    console.print(
+        f"Spark master {cluster.url} with {workers} worker(s); logs in {cluster.folder}. "
+        f"Check a run: eoslab verify RUN_DIR --master {cluster.url}. Ctrl-C stops it.",
+        soft_wrap=True,
+    )
+    stops = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)  # taken by sigwait, not by a handler
+    try:
+        signal.sigwait(stops)
+    finally:
+        cluster.stop()
+    console.print("The Spark cluster is down.")
 
 
 def _verb(name: str, doc: str) -> None:

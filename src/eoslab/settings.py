@@ -83,6 +83,9 @@ class BasePort(IntEnum):
     """The consumers' PostgreSQL sink (5432 is left to a PostgreSQL the machine may run)."""
     SPARK_CONNECT = 15002
     """The lab's warm Spark: Spark Connect's own default port."""
+    SPARK_MASTER = 7077
+    """A standalone Spark cluster's master (`eoslab lab spark-cluster`), Spark's default."""
+    SPARK_MASTER_UI = 8090
 
 
 @dataclass(frozen=True)

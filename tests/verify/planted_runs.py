@@ -229,3 +229,58 @@ def spark_submit(run: RunDir) -> subprocess.CompletedProcess[str]:
         timeout=300,
         check=False,
     )
+
+
+PLANTED_EXPECTED = {
+    "lost": ">0",
+    "duplicate": ">0",
+    "reorder": ">0",
+    "gap": ">0",
+    "phantom": ">0",
+    "indeterminate": ">0",
+    "key_duplicate": ">0",
+    "key_reorder": ">0",
+    "key_gap": ">0",
+    "foreign": ">0",
+    "errors": {"_MSG_TIMED_OUT": ">0", "MSG_SIZE_TOO_LARGE": ">0"},
+}
+
+
+def plant_anomalies(root: Path, bootstrap: str) -> tuple[PlantedRun, dict[str, str]]:
+    """Three partitions, one producer session (A) and a stranger (B); see the comments for what
+    sits where. Returns the run and A's session id under "A", B's under "B"."""
+    run = PlantedRun(root=root, bootstrap=bootstrap)
+    a, b = run.session(producer=0), run.session(producer=1)
+    del run.sessions[b]  # B never appears in run.json nor the history: its records are phantoms
+
+    # partition 0: k0 sequences 0-4 with seq 2 written twice (offsets 2 and 3); seq 4 is in the
+    # log although the client timed it out; then key k9 with key_seq 1 before 0.
+    p0 = [run.message(a, 0, seq, "k0", seq) for seq in range(5)]
+    for message, offset in zip(p0[:4], (0, 1, 2, 4), strict=True):
+        run.sent_and_acked(message, offset)
+        if message.seq == 2:
+            run.log(message)  # the duplicate, at offset 3
+    run.log(p0[4])
+    run.history(p0[4], Outcome.INDETERMINATE, error="_MSG_TIMED_OUT")
+    run.sent_and_acked(run.message(a, 0, 5, "k9", 1), 6)
+    run.sent_and_acked(run.message(a, 0, 6, "k9", 0), 7)
+
+    # partition 1: seq 2 before seq 1 (offsets 1, 2); a phantom of session B at offset 4.
+    p1 = [run.message(a, 1, seq, "k1", seq) for seq in range(4)]
+    for message, offset in zip((p1[0], p1[2], p1[1], p1[3]), (0, 1, 2, 3), strict=True):
+        run.sent_and_acked(message, offset)
+    run.log(run.message(b, 1, 0, "k1", 0))
+
+    # partition 2: seq 2 timed out and is missing (a gap, seen at offset 2 where seq 3 is);
+    # seq 4 failed definitely (no gap); seq 7 acked at offset 7 but absent (lost); then a
+    # record of another run and a value that is no message at all (foreign).
+    p2 = [run.message(a, 2, seq, "k2", seq) for seq in range(8)]
+    for seq, offset in ((0, 0), (1, 1), (3, 2), (5, 3), (6, 4)):
+        run.sent_and_acked(p2[seq], offset)
+    run.history(p2[2], Outcome.INDETERMINATE, error="_MSG_TIMED_OUT")
+    run.history(p2[4], Outcome.FAIL, error="MSG_SIZE_TOO_LARGE")
+    run.history(p2[7], Outcome.ACK, offset=7)
+    other = run.message(a, 2, 0, "k2", 0)
+    run.log_raw(2, b"eos1|another-run|" + other.session_id.encode() + b"|0|2|0|k2|0|")
+    run.log_raw(2, b"hel\xff\xfelo")  # not UTF-8 either
+    return run, {"A": a, "B": b}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,6 +58,22 @@ from eoslab.verify.verdict import (
 )
 
 EMPTY_PART = "part-00000-empty.parquet"
+
+
+class Stopwatch:
+    """Wall seconds per phase of a check (``metrics.json``'s ``check_phases_s``: which phase
+    is the slow one; Spark is lazy, so a phase holds the work its actions set off)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = round(time.perf_counter() - started, 2)
 
 
 def _write_table(table: DataFrame, path: Path, rows: int) -> None:
@@ -155,43 +172,48 @@ def _check(
         cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
         return frame
 
+    phases = Stopwatch()
     try:
-        raw = read_log(spark, run, info, bootstrap=bootstrap, from_topic=from_topic)
-        history = read_history(spark, run.history_dir, info.log_starts())
-        ledger = cache(build_ledger(classify(raw, info.run_id), history))
-        ledger.count()  # the log as of now: later actions reuse this snapshot
-        key_ledger = cache(by_key(ledger))
-        tables = {
-            **anomalies.derive(ledger, key_ledger),
-            FOREIGN: anomalies.foreign(ledger),
-        }
-        frames = {"ledger": run_rows(ledger), "key_ledger": key_ledger}
-        consumer_figures: dict[str, Any] = {}
-        if info.consumption is not None:
-            frames["consumer_ledger"], consumer_tables, consumer_figures["consumption"] = (
-                _consumer_half(spark, run, info.consumption, ledger, cache)
+        with phases("log and ledger"):
+            raw = read_log(spark, run, info, bootstrap=bootstrap, from_topic=from_topic)
+            history = read_history(spark, run.history_dir, info.log_starts())
+            ledger = cache(build_ledger(classify(raw, info.run_id), history))
+            ledger.count()  # the log as of now: later actions reuse this snapshot
+        with phases("anomalies"):
+            key_ledger = cache(by_key(ledger))
+            tables = {
+                **anomalies.derive(ledger, key_ledger),
+                FOREIGN: anomalies.foreign(ledger),
+            }
+            frames = {"ledger": run_rows(ledger), "key_ledger": key_ledger}
+            consumer_figures: dict[str, Any] = {}
+            if info.consumption is not None:
+                frames["consumer_ledger"], consumer_tables, consumer_figures["consumption"] = (
+                    _consumer_half(spark, run, info.consumption, ledger, cache)
+                )
+                tables.update(consumer_tables)
+            counts = count_rows(tables)
+        with phases("anomaly tables"):
+            examples: dict[str, list[dict[str, Any]]] = {}
+            for name, table in tables.items():
+                _write_table(table, run.anomaly_dir(name), counts[name])
+                examples[name] = _examples(spark, run.anomaly_dir(name)) if counts[name] else []
+        with phases("figures"):
+            history_figures = metrics.history_summary(history)
+            figures = {
+                "run_id": info.run_id,
+                "partitions": info.partitions,
+                **metrics.log_summary(ledger),
+                "anomalies": counts,
+                **history_figures,
+                **consumer_figures,
+            }
+        with phases("gx"):
+            gx_report = suites.validate(
+                frames, run.checker_dir, counts, evaluate_once=not small_run(run.history_rows())
             )
-            tables.update(consumer_tables)
-        counts = count_rows(tables)
-        examples: dict[str, list[dict[str, Any]]] = {}
-        for name, table in tables.items():
-            _write_table(table, run.anomaly_dir(name), counts[name])
-            examples[name] = _examples(spark, run.anomaly_dir(name)) if counts[name] else []
-
-        history_figures = metrics.history_summary(history)
-        figures = {
-            "run_id": info.run_id,
-            "partitions": info.partitions,
-            **metrics.log_summary(ledger),
-            "anomalies": counts,
-            **history_figures,
-            **consumer_figures,
-        }
+        figures["check_phases_s"] = phases.seconds
         run.metrics_json.write_text(json.dumps(figures, indent=2) + "\n")
-
-        gx_report = suites.validate(
-            frames, run.checker_dir, counts, evaluate_once=not small_run(run.history_rows())
-        )
         observed = {
             **counts,
             **errors_observed(history_figures["errors"], info.broker_errors),

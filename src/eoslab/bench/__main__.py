@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from eoslab.bench import checker, clusters, produce_throughput, warm_check
+from eoslab.rundir import RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
-from eoslab.rundir import RunDir
 from eoslab.settings import project_root, runs_root
 
 BENCH_PORT_OFFSET = 4000

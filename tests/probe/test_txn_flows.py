@@ -18,8 +18,8 @@ TARGETS = pytest.mark.parametrize("target", ["kafka", "refbroker"])
 @pytest.mark.parametrize("flow", list(TXN_FLOWS))
 def test_the_transaction_flows_are_identical_on_both_targets(lab: LocalRuntime, flow: str) -> None:
     result = diff_txn_on_lab(TXN_FLOWS[flow], lab.config)
-    assert result.differences == []
-    assert result.identical
+    assert result.differences == []  # Kafka 4's version differences are listed, not failures
+    assert result.conforms
 
 
 def answers(exchanges: list[Exchange], api: str) -> list[str | None]:

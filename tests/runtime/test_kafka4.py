@@ -101,7 +101,7 @@ def test_every_kafka4_socket_listens_on_loopback_only(lab: LocalRuntime) -> None
     pids = {
         p.pid
         for p in processes_of(lab.config.state_dir)
-        if any(name in " ".join(p.cmdline()) for name in records)
+        if p.name() == "java" and any(name in " ".join(p.cmdline()) for name in records)
     }
     assert len(pids) == 3
     listening = [

@@ -16,6 +16,7 @@ from kio.schema.types import GroupId
 from eoslab.admin import admin_client, create_topic, group_coordinator
 from eoslab.clock import wait_until
 from eoslab.probe.client import KafkaProtocolClient
+from eoslab.run_context import RunContext
 from eoslab.rundir import GroupProtocol, RunDir, message_id, new_run_id
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import kafka4_service
@@ -78,12 +79,16 @@ def test_a_group_consumes_every_record_once_under_each_protocol(
             commit_every=100,
             idle_exit_s=60.0,
         ),
-        run_dir=run_dir,
-        run_id=run_id,
-        bootstrap=bootstrap,
-        topic=topic,
-        partitions=PARTITIONS,
-        seed=SEED,
+        RunContext(
+            run_id=run_id,
+            run_dir=run_dir,
+            target="kafka4",
+            lab_target="kafka4",
+            bootstrap=bootstrap,
+            topic=topic,
+            partitions=PARTITIONS,
+            seed=SEED,
+        ),
     )
     workload.start()
     try:

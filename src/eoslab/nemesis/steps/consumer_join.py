@@ -14,7 +14,6 @@ from eoslab.clock import wait_until
 from eoslab.fault_events import FaultPhase
 from eoslab.nemesis.steps.base import EndingStep, ResolvedStep, ScenarioShape, StepContext
 
-
 JOIN_WAIT_S = 20.0
 
 

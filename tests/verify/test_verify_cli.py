@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from eoslab.admin import delete_topic
 from eoslab.rundir import RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import SPARK_CONNECT_SERVICE
-from eoslab.workload.synthetic import delete_topic, generate
+from eoslab.workload.synthetic import generate
 
 EOSLAB = [sys.executable, "-m", "eoslab.cli"]
 LONG_NAME = "a-scenario-name-long-enough-to-be-wider-than-the-verdict-table"

@@ -93,7 +93,8 @@ def test_a_group_consumes_every_record_once_under_each_protocol(
     workload.start()
     try:
         assert workload.wait_settled()
-        described = admin_client(bootstrap).describe_consumer_groups([group])[group].result(30)
+        admin = admin_client(bootstrap)  # held: a collected client never resolves its futures
+        described = admin.describe_consumer_groups([group])[group].result(30)
         assert described.type == GROUP_TYPES[protocol]
         assert workload.wait_caught_up(90, high_watermarks(bootstrap, topic, PARTITIONS))
         if protocol == "consumer":

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from confluent_kafka import KafkaException
 from pydantic import ValidationError
 from rich.table import Table
 
@@ -64,8 +65,16 @@ def verify(
     from eoslab.verify.checker import verify_run
     from eoslab.verify.spark_session import answers, default_remote, spark_failure
     from eoslab.verify.suites import SuiteFileError
-    from eoslab.verify.topic_reader import TopicGoneError
+    from eoslab.verify.topic_reader import TopicGoneError, require_topic
 
+    from_topic = from_topic or bootstrap is not None
+    run = RunDir(run_dir)
+    try:  # before a Spark starts: a run that cannot be read is told in a second
+        require_topic(run, run.read_info(), bootstrap=bootstrap, from_topic=from_topic)
+    except (TopicGoneError, RunDirError, ValidationError, FileNotFoundError) as error:
+        raise fail(error, code=2) from error
+    except KafkaException as error:
+        raise fail(f"cannot read the run's topic: {error.args[0].str()}", code=2) from None
     remote = None if master else remote or default_remote()
     if remote:
         if not answers(remote):
@@ -74,9 +83,8 @@ def verify(
     else:
         why = "" if master else "; no warm Spark is up"
         console.print(f"checking on a Spark of its own ({master or DEFAULT_MASTER}{why})")
-    from_topic = from_topic or bootstrap is not None
-    if not from_topic and RunDir(run_dir).has_topic_snapshot:
-        console.print(f"the log: the copy in {RunDir(run_dir).topic_dir} (--from-topic: the topic)")
+    if not from_topic and run.has_topic_snapshot:
+        console.print(f"the log: the copy in {run.topic_dir} (--from-topic: the topic)")
     try:
         verdict = verify_run(
             run_dir, master=master, bootstrap=bootstrap, remote=remote, from_topic=from_topic

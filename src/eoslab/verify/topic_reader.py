@@ -52,6 +52,25 @@ SNAPSHOT_COLUMNS = ("partition", "offset", "key", "value", "timestamp")
 """What the run directory keeps of each Kafka record (everything the checks read, and more)."""
 
 
+def require_topic(
+    run: RunDir, info: RunInfo, *, bootstrap: str | None = None, from_topic: bool = False
+) -> str | None:
+    """Where a check reads the topic (``bootstrap``, else run.json's), or None when it reads
+    the run directory's copy; :class:`TopicGoneError` (saying where the copy is, if any) when the
+    topic is needed and gone. Cheap (one metadata request): asked before a Spark starts."""
+    if not from_topic and run.has_topic_snapshot:
+        return None
+    bootstrap = bootstrap or info.bootstrap
+    if not topic_exists(bootstrap, info.topic):
+        kept = (
+            f"the copy of its log in {run.topic_dir} is there: check without --from-topic"
+            if run.has_topic_snapshot
+            else f"and {run.topic_dir} holds no copy of its log (the run was never checked)"
+        )
+        raise TopicGoneError(f"topic {info.topic} is not on {bootstrap}; {kept}")
+    return bootstrap
+
+
 def read_log(
     spark: SparkSession,
     run: RunDir,
@@ -63,15 +82,8 @@ def read_log(
     """The run's log: the copy its run directory keeps, or (the first time, or ``from_topic``)
     the topic read from ``bootstrap`` (run.json's by default), kept as that copy first. The
     copy is written beside, then moved in place: a check that dies halfway leaves none."""
-    if from_topic or not run.has_topic_snapshot:
-        bootstrap = bootstrap or info.bootstrap
-        if not topic_exists(bootstrap, info.topic):
-            kept = (
-                f"the copy of its log in {run.topic_dir} is there: check without --from-topic"
-                if run.has_topic_snapshot
-                else f"and {run.topic_dir} holds no copy of its log (the run was never checked)"
-            )
-            raise TopicGoneError(f"topic {info.topic} is not on {bootstrap}; {kept}")
+    bootstrap = require_topic(run, info, bootstrap=bootstrap, from_topic=from_topic)
+    if bootstrap is not None:
         raw = read_raw(spark, bootstrap, info.topic, info.partitions)
         partial = run.path / f".{run.topic_dir.name}.partial"
         shutil.rmtree(partial, ignore_errors=True)

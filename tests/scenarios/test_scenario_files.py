@@ -47,6 +47,9 @@ CATALOGUE = [
     "coordinator-kill",
     "lost-commit",
     "idempotent-stale-skip",
+    "txn-baseline",
+    "txn-coordinator-kill",
+    "txn-read-uncommitted",
 ]
 
 

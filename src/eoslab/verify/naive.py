@@ -3,7 +3,8 @@
 It exists as the benchmark's comparison point for the Spark checker, and computes the very same
 counts (see :mod:`eoslab.verify.anomalies` for the definitions): a second, independent
 implementation the tests hold the Spark one against. A run with a consumer workload gets the
-consumer half's counts as well (:mod:`eoslab.verify.naive_consumer`).
+consumer half's counts as well (:mod:`eoslab.verify.naive_consumer`), a run with transactional
+producers the transactions' (:mod:`eoslab.verify.naive_txn`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from eoslab.verify.naive_consumer import (
     read_processings,
     read_sink_effects,
 )
+from eoslab.verify.naive_txn import count_txn_anomalies, read_ledger, read_reads
 
 BATCH = 10_000
 
@@ -191,5 +193,9 @@ def check(run_dir: Path, bootstrap: str | None = None) -> NaiveResult:
             read_processings(run),
             read_sink_effects(info.consumption, run.path),
             read_committed(run),
+        )
+    if info.transactions is not None:
+        counts |= count_txn_anomalies(
+            read_ledger(run), read_reads(run, info.transactions.isolation)
         )
     return NaiveResult(counts=counts, records=len(log))

@@ -83,7 +83,11 @@ class TopicReader:
         while True:
             if self.finishing and deadline is None:
                 deadline = time.monotonic() + spec.finish_timeout_s
-                self.end_offsets = end_offsets(self.consumer, spec.topic, spec.partitions)
+            if deadline is not None and not self.end_offsets:
+                try:
+                    self.end_offsets = end_offsets(self.consumer, spec.topic, spec.partitions)
+                except KafkaException as error:
+                    print(f"end offsets: {error}", file=sys.stderr, flush=True)
             if deadline is not None and (self.complete or time.monotonic() > deadline):
                 break
             message = self.consumer.poll(POLL_S)

@@ -95,11 +95,14 @@ and readers of the topic record what consumers at each isolation level saw::
         p<producer>-<session_id>.parquet
                                    TRANSACTIONS_SCHEMA; one row per transaction the session
                                    began, with its records and its outcome
-        journal/<session_id>.jsonl the session's transaction journal (internal to the workload):
+      journal/<session_id>.txn.jsonl
+                                   the session's transaction journal (internal to the workload):
                                    a ``begin`` line (with the records) before the first send, an
                                    ``ending`` line before EndTxn is asked for, a ``settled`` line
                                    after; sealed into the Parquet file once the session has
                                    ended, cleanly or by kill -9
+      journal/reader-<isolation>.log
+                                   a reader's stderr
       reads/<isolation>.parquet    READS_SCHEMA; what a consumer at that isolation level
                                    (``read_committed``, ``read_uncommitted``) read of the topic,
                                    live while the workload ran and then to the end of the log
@@ -631,10 +634,6 @@ class RunDir:
         return self.path / "transactions"
 
     @property
-    def txn_journal_dir(self) -> Path:
-        return self.transactions_dir / "journal"
-
-    @property
     def reads_dir(self) -> Path:
         return self.path / "reads"
 
@@ -642,14 +641,17 @@ class RunDir:
         return self.transactions_dir / f"p{producer}-{session_id}.parquet"
 
     def txn_journal_file(self, session_id: str) -> Path:
-        return self.txn_journal_dir / f"{session_id}.jsonl"
+        return self.journal_dir / f"{session_id}.txn.jsonl"
+
+    def reader_log_file(self, isolation: str) -> Path:
+        return self.journal_dir / f"reader-{isolation}.log"
 
     def reads_file(self, isolation: str) -> Path:
         return self.reads_dir / f"{isolation}.parquet"
 
     def create_transactions(self) -> RunDir:
         """Make the transaction ledger's and the readers' folders (the run directory exists)."""
-        for folder in (self.txn_journal_dir, self.reads_dir):
+        for folder in (self.transactions_dir, self.reads_dir):
             folder.mkdir(parents=True, exist_ok=True)
         return self
 

@@ -77,7 +77,6 @@ class PlantedHistory:
     def write(self, root: Path) -> RunDir:
         run = RunDir(root / RUN_ID)
         run.path.mkdir(parents=True)
-        run.transactions_dir.mkdir()
         run.create_transactions()
         write_part(
             pa.Table.from_pylist(self.transactions, schema=TRANSACTIONS_SCHEMA),

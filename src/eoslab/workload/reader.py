@@ -173,7 +173,7 @@ class TopicReaders:
             self._processes[isolation] = SessionProcess(
                 "eoslab.workload.reader",
                 spec.model_dump_json(),
-                run_dir.reads_dir / f"{isolation}.log",
+                run_dir.reader_log_file(isolation),
                 on_exit=lambda _process: None,
             )
 

@@ -35,6 +35,9 @@ History outcomes (:class:`Outcome`; the error → outcome mapping is in
 - ``deleted`` (the checker's, never written by a workload): acknowledged below the log start a
   delete-records step moved (:meth:`RunInfo.log_starts`): deleted on purpose, neither lost nor
   a gap.
+- ``aborted`` (the checker's too): not acknowledged, a record of a transaction that ended aborted
+  (the transaction ledger): rightly absent from the log, since its transaction's abort removed
+  the producer's duty to write it (its in-flight sends purged, its sequence numbers reset).
 
 Files starting with ``.`` or ``_`` inside ``history/`` are in-progress writes; Spark and
 pyarrow datasets skip them.
@@ -252,6 +255,7 @@ class Outcome(StrEnum):
     INDETERMINATE = "indeterminate"
     UNSENT = "unsent"
     DELETED = "deleted"
+    ABORTED = "aborted"
 
 
 HISTORY_SCHEMA = pa.schema(

@@ -42,7 +42,7 @@ from eoslab.verify import anomalies, consumer_anomalies, metrics, suites, txn_an
 from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offsets
 from eoslab.verify.consumption import read_commits, read_effects, read_processed
 from eoslab.verify.counting import count_rows
-from eoslab.verify.history import read_history
+from eoslab.verify.history import excuse_aborted, read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.sink_location import jdbc_sink
 from eoslab.verify.spark_session import (
@@ -53,7 +53,12 @@ from eoslab.verify.spark_session import (
     spark_path,
 )
 from eoslab.verify.topic_reader import classify, read_raw
-from eoslab.verify.txn_ledger import build_txn_ledger, read_reads, read_transactions
+from eoslab.verify.txn_ledger import (
+    aborted_records,
+    build_txn_ledger,
+    read_reads,
+    read_transactions,
+)
 from eoslab.verify.verdict import (
     MAX_EXAMPLES,
     build_verdict,
@@ -194,6 +199,8 @@ def _check(
             transactional=info.transactions is not None,
         )
         history = read_history(spark, run.history_dir, info.log_starts())
+        if info.transactions is not None:
+            history = excuse_aborted(history, aborted_records(read_transactions(spark, run)))
         ledger = cache(build_ledger(classify(raw, info.run_id), history))
         ledger.count()  # the log as of now: later actions reuse this snapshot
         key_ledger = cache(by_key(ledger))

@@ -29,6 +29,16 @@ def read_ledger(run: RunDir) -> list[dict[str, Any]]:
     return list(pq.read_table(run.transactions_dir).to_pylist())
 
 
+def aborted_records(transactions: Iterable[Mapping[str, Any]]) -> set[Identity]:
+    """Every record of a transaction that ended aborted."""
+    return {
+        (transaction["session_id"], record["partition"], record["seq"])
+        for transaction in transactions
+        if transaction["outcome"] == TxnOutcome.ABORTED
+        for record in transaction["records"]
+    }
+
+
 def read_reads(run: RunDir, isolation: str) -> list[dict[str, Any]]:
     """The reads of the reader at ``isolation``, as dicts of READS_SCHEMA's columns."""
     path = run.reads_file(isolation)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
-from eoslab.rundir import READS_SCHEMA, TRANSACTIONS_SCHEMA, RunDir
+from eoslab.rundir import READS_SCHEMA, TRANSACTIONS_SCHEMA, RunDir, TxnOutcome
 from eoslab.verify.history import read_dataset
 
 SENT = 0
@@ -49,6 +49,15 @@ def read_reads(spark: SparkSession, run: RunDir, isolation: str) -> DataFrame:
     """What the reader at ``isolation`` read (READS_SCHEMA); no file reads as no rows."""
     reads = read_dataset(spark, run.reads_dir, READS_SCHEMA)
     return reads.where(sf.col("isolation") == isolation)
+
+
+def aborted_records(transactions: DataFrame) -> DataFrame:
+    """(session_id, partition, seq) of every record of a transaction that ended aborted."""
+    return (
+        transactions.where(sf.col("outcome") == TxnOutcome.ABORTED.value)
+        .select("session_id", sf.explode("records").alias("record"))
+        .select("session_id", "record.partition", "record.seq")
+    )
 
 
 def build_txn_ledger(transactions: DataFrame, reads: DataFrame) -> DataFrame:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from test_suites import names, plan_nodes, windows
 from txn_planted import ALSO, PlantedHistory, clean, planted
 
 from eoslab.rundir import TRANSACTION_ANOMALIES
@@ -75,3 +76,31 @@ def test_a_planted_anomaly_is_found_where_it_is(
     )
     assert not report.success
     assert report.agrees_with_anomalies, report.expectations
+
+
+def test_the_txn_ledger_is_one_shuffle_and_no_window_after_it_shuffles(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Sent records and reads meet in one exchange; every window of the transaction anomalies
+    and every query of the ``transactions`` suite reads the cached ledger as it is clustered
+    (the per-transaction windows sort locally, they never shuffle)."""
+    run = clean().write(tmp_path)
+    built = build_txn_ledger(
+        read_transactions(spark, run), read_reads(spark, run, "read_committed")
+    )
+    assert names(plan_nodes(built)).count("Exchange") == 1
+    ledger = built.persist()
+    try:
+        for name, table in txn_anomalies.derive(ledger).items():
+            assert table.count() == 0, name
+            for window in windows(plan_nodes(table)):
+                assert "Exchange" not in names(window, broadcasts=False), name
+        ledger.createOrReplaceTempView("asset")
+        (suite,) = [s for s in suites.load_suites(transactional=True) if s.asset == "txn_ledger"]
+        for expectation in suite.expectations:
+            query = expectation["kwargs"]["unexpected_rows_query"]
+            frame = spark.sql(query.replace("{batch}", "asset"))
+            assert frame.count() == 0
+            assert "Exchange" not in names(plan_nodes(frame)), query
+    finally:
+        ledger.unpersist()

@@ -166,7 +166,7 @@ class TransactionalSession(ProducerSession):
             error=error,
             settled_ms=now_ms(),
             producer_id=self.producer_id,
-            producer_epoch=self._epoch,
+            producer_epoch=None if self.producer_id is None else self._epoch,
         )
 
 

@@ -39,6 +39,9 @@ History outcomes (:class:`Outcome`; the error → outcome mapping is in
 - ``deleted`` (the checker's, never written by a workload): acknowledged below the log start a
   delete-records step moved (:meth:`RunInfo.log_starts`): deleted on purpose, neither lost nor
   a gap.
+- ``aborted`` (the checker's too): not acknowledged, a record of a transaction that ended aborted
+  (the transaction ledger): rightly absent from the log, since its transaction's abort removed
+  the producer's duty to write it (its in-flight sends purged, its sequence numbers reset).
 
 Files starting with ``.`` or ``_`` inside ``history/`` are in-progress writes; Spark and
 pyarrow datasets skip them.
@@ -89,6 +92,36 @@ is the member epoch, which OffsetCommit carries in the same field.
 Commit ``trigger`` (:class:`CommitTrigger`): ``every`` (commit_every records since the last),
 ``idle`` (nothing left to read), ``revoke`` (partitions about to be taken away), ``close``
 (clean end of the session), ``auto`` (librdkafka's auto-commit, from its commit report).
+
+Transactions (Kafka's own exactly-once, issue 21): when the workload's producers are
+transactional (run.json's ``transactions``), each session also keeps a **transaction ledger**,
+and readers of the topic record what consumers at each isolation level saw::
+
+    runs/<run_id>/
+      transactions/
+        p<producer>-<session_id>.parquet
+                                   TRANSACTIONS_SCHEMA; one row per transaction the session
+                                   began, with its records and its outcome
+      journal/<session_id>.txn.jsonl
+                                   the session's transaction journal (internal to the workload):
+                                   a ``begin`` line (with the records) before the first send, an
+                                   ``ending`` line before EndTxn is asked for, a ``settled`` line
+                                   after; sealed into the Parquet file once the session has
+                                   ended, cleanly or by kill -9
+      journal/reader-<isolation>.log
+                                   a reader's stderr
+      reads/<isolation>.parquet    READS_SCHEMA; what a consumer at that isolation level
+                                   (``read_committed``, ``read_uncommitted``) read of the topic,
+                                   live while the workload ran and then to the end of the log
+
+Transaction ``outcome`` (:class:`TxnOutcome`): ``committed`` (commit_transaction returned),
+``aborted`` (abort_transaction returned, or the session ended before asking for the commit: a
+transaction whose commit was never asked for can only end aborted), ``indeterminate`` (a commit
+was asked for and no answer said how it ended: the session was killed, or the call failed
+fatally). ``intended`` is what the seeded ratio chose (``commit`` or ``abort``): a commit the
+broker refused as abortable ends ``aborted`` with its error. Every record of a transactional
+session is in exactly one transaction; the history keeps each record's own delivery outcome as
+for any producer.
 """
 
 from __future__ import annotations
@@ -152,10 +185,24 @@ ConsumerAnomaly = Literal[
 once; a message whose effect landed in the sink more than once (the exactly-once violation);
 per key, effects applied out of key_seq order; a message processed whose effect is nowhere in
 the sink (e.g. skipped by the idempotent handler's guard as older than what its order applied)."""
-AnomalyName = ProducerAnomaly | ConsumerAnomaly
+TransactionAnomaly = Literal[
+    "aborted_read",
+    "lost_committed",
+    "committed_duplicate",
+    "torn_transaction",
+    "uncommitted_read",
+]
+"""What the checker derives from the transaction ledger and a consumer's read of the topic
+(named as Jepsen names them where they match): a record of an aborted transaction read (G1a);
+a committed transaction's record never read; a record read more than once; a transaction read in
+part only; a record read before its transaction was asked to commit (Jepsen's precommitted
+read). ``committed_duplicate`` is the read's duplicate: ``duplicate`` stays the producer half's
+(one sequence at two offsets of the log, aborted transactions included)."""
+AnomalyName = ProducerAnomaly | ConsumerAnomaly | TransactionAnomaly
 """The names a scenario's expectations use."""
 PRODUCER_ANOMALIES: tuple[str, ...] = get_args(ProducerAnomaly)
 CONSUMER_ANOMALIES: tuple[str, ...] = get_args(ConsumerAnomaly)
+TRANSACTION_ANOMALIES: tuple[str, ...] = get_args(TransactionAnomaly)
 Expectation = Literal["0", ">0", ">=0", "any"]
 """None, at least one, or counted only (">=0" and "any" never mismatch)."""
 EXPECTATION_FORMS: tuple[str, ...] = get_args(Expectation)
@@ -177,9 +224,18 @@ CONSUMER_EXPECTATIONS: dict[str, str] = {
 reordered or lost; redelivery allowed (at-least-once), counted."""
 
 
-def default_expectations(consumed: bool) -> dict[str, str]:
-    """The checks every run has, and the consumer half's when a consumer workload ran."""
-    return {**DEFAULT_EXPECTATIONS, **(CONSUMER_EXPECTATIONS if consumed else {})}
+TRANSACTION_EXPECTATIONS: dict[str, str] = dict.fromkeys(TRANSACTION_ANOMALIES, "0")
+"""Added when the producers were transactional: no transaction anomaly."""
+
+
+def default_expectations(consumed: bool, transactional: bool = False) -> dict[str, str]:
+    """The checks every run has, the consumer half's when a consumer workload ran, and the
+    transactions' when the producers were transactional."""
+    return {
+        **DEFAULT_EXPECTATIONS,
+        **(CONSUMER_EXPECTATIONS if consumed else {}),
+        **(TRANSACTION_EXPECTATIONS if transactional else {}),
+    }
 
 
 ERRORS_KEY = "errors"
@@ -203,6 +259,7 @@ class Outcome(StrEnum):
     INDETERMINATE = "indeterminate"
     UNSENT = "unsent"
     DELETED = "deleted"
+    ABORTED = "aborted"
 
 
 HISTORY_SCHEMA = pa.schema(
@@ -270,6 +327,8 @@ class RunInfo(BaseModel):
     sessions: list[SessionInfo] = Field(default_factory=list)
     consumption: ConsumptionInfo | None = None
     """The consumer half, when a consumer workload ran (see the module docstring)."""
+    transactions: TransactionsInfo | None = None
+    """The transactional producers and the readers, when the producers were transactional."""
     client: str | None = None
     """The older librdkafka version a scenario asked the producers to run (part of the cell's
     name); None: the workload's own."""
@@ -586,6 +645,33 @@ class RunDir:
         finally:
             os.close(fd)
 
+    # ------------------------------------------------------------ transactions (issue 21)
+    @property
+    def transactions_dir(self) -> Path:
+        return self.path / "transactions"
+
+    @property
+    def reads_dir(self) -> Path:
+        return self.path / "reads"
+
+    def transactions_file(self, producer: int, session_id: str) -> Path:
+        return self.transactions_dir / f"p{producer}-{session_id}.parquet"
+
+    def txn_journal_file(self, session_id: str) -> Path:
+        return self.journal_dir / f"{session_id}.txn.jsonl"
+
+    def reader_log_file(self, isolation: str) -> Path:
+        return self.journal_dir / f"reader-{isolation}.log"
+
+    def reads_file(self, isolation: str) -> Path:
+        return self.reads_dir / f"{isolation}.parquet"
+
+    def create_transactions(self) -> RunDir:
+        """Make the transaction ledger's and the readers' folders (the run directory exists)."""
+        for folder in (self.transactions_dir, self.reads_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        return self
+
     # ------------------------------------------------------------ the consumer half (seed 004)
     @property
     def sink_sqlite(self) -> Path:
@@ -755,6 +841,102 @@ class ConsumptionInfo(BaseModel):
     consumers: int
     consumer_config: dict[str, str | int | float | bool] = Field(default_factory=dict)
     sessions: list[ConsumerSessionInfo] = Field(default_factory=list)
+
+
+# ================================================================================================
+# Transactions (issue 21): the transaction ledger, the readers' reads, run.json's part.
+# ================================================================================================
+
+Isolation = Literal["read_committed", "read_uncommitted"]
+"""A consumer's ``isolation.level``."""
+ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
+
+
+class TxnOutcome(StrEnum):
+    """How a transaction ended, as its producer knows it (see the module docstring)."""
+
+    COMMITTED = "committed"
+    ABORTED = "aborted"
+    INDETERMINATE = "indeterminate"
+
+
+TXN_RECORD = pa.struct(
+    [
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("key_seq", pa.int64(), nullable=False),
+    ]
+)
+"""One record of a transaction: with the row's ``session_id`` the record's identity."""
+
+TRANSACTIONS_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("session_id", pa.string(), nullable=False),
+        pa.field("producer", pa.int32(), nullable=False),
+        pa.field("transactional_id", pa.string(), nullable=False),
+        pa.field("producer_id", pa.int64()),
+        pa.field("producer_epoch", pa.int32()),
+        pa.field("txn", pa.int64(), nullable=False),
+        pa.field("intended", pa.string(), nullable=False),
+        pa.field("outcome", pa.string(), nullable=False),
+        pa.field("error", pa.string()),
+        pa.field("begin_ms", pa.int64(), nullable=False),
+        pa.field("end_ms", pa.int64()),
+        pa.field("settled_ms", pa.int64()),
+        pa.field("records", pa.list_(TXN_RECORD), nullable=False),
+    ]
+)
+"""The transaction ledger: ``txn`` numbers a session's transactions (0, 1, ...); ``producer_id``
+and ``producer_epoch`` are what librdkafka's statistics last showed before the transaction
+settled (null before the first sample); ``end_ms`` is when the commit or abort was asked for
+(null if it never was), ``settled_ms`` when its answer came (null without one); ``error`` is
+librdkafka's name of the error the transaction ended on (null when it ended as intended)."""
+
+READS_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("isolation", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("session_id", pa.string()),
+        pa.field("producer", pa.int32()),
+        pa.field("seq", pa.int64()),
+        pa.field("key", pa.string()),
+        pa.field("key_seq", pa.int64()),
+        pa.field("read_ms", pa.int64(), nullable=False),
+    ]
+)
+"""A reader's records in the order it read them: the message columns are null for a record that
+is not this run's."""
+
+
+class ReadInfo(BaseModel):
+    """One reader's account: how much it read and whether it reached the end of every
+    partition (a read that did not is incomplete, and the run invalid)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    isolation: Isolation
+    records: int = 0
+    complete: bool = False
+    end_offsets: dict[int, int] = Field(default_factory=dict)
+    """Where it read up to: the last stable offsets (read_committed) or the high watermarks."""
+
+
+class TransactionsInfo(BaseModel):
+    """``run.json``'s ``transactions``: the transactional producers' settings and the readers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records_per_transaction: int
+    abort_ratio: float
+    transaction_timeout_ms: int
+    isolation: Isolation
+    """The isolation level of the consumer under test: the read the checks run on."""
+    transactional_ids: list[str] = Field(default_factory=list)
+    reads: list[ReadInfo] = Field(default_factory=list)
 
 
 RunInfo.model_rebuild()

@@ -47,6 +47,9 @@ CATALOGUE = [
     "coordinator-kill",
     "lost-commit",
     "idempotent-stale-skip",
+    "txn-baseline",
+    "txn-coordinator-kill",
+    "txn-read-uncommitted",
 ]
 
 
@@ -456,3 +459,28 @@ def test_a_producer_cell_may_name_the_classic_protocol_it_never_uses() -> None:
     assert plan(find_scenario("baseline"), "kafka", group_protocol="classic").consumers is None
     with pytest.raises(RunError, match="goes with consumers"):
         plan(find_scenario("baseline"), "kafka4", group_protocol="consumer")
+
+
+TXN_COORDINATOR_WITHOUT_TRANSACTIONS = """\
+name: txn-coordinator-idempotent
+description: the transaction coordinator of producers that have no transactional id
+targets: [kafka]
+nemesis:
+  - kind: kill
+    at: 1
+    target: txn-coordinator
+"""
+
+
+def test_the_txn_coordinator_target_needs_transactional_producers(tmp_path: Path) -> None:
+    path = tmp_path / "txn.yaml"
+    path.write_text(TXN_COORDINATOR_WITHOUT_TRANSACTIONS)
+    with pytest.raises(ScenarioError, match="txn-coordinator needs transactional producers"):
+        load_scenario(path)
+    path.write_text(
+        TXN_COORDINATOR_WITHOUT_TRANSACTIONS + "workload: {transactions: {abort_ratio: 0.5}}\n"
+    )
+    scenario = load_scenario(path)
+    assert scenario.workload.transactions is not None
+    assert scenario.expected.for_run("kafka", transactional=True)["aborted_read"] == "0"
+    assert "aborted_read" not in scenario.expected.for_run("kafka")

@@ -12,7 +12,12 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from eoslab.rundir import CONSUMER_ANOMALIES, PROCESSED_SCHEMA, PRODUCER_ANOMALIES
+from eoslab.rundir import (
+    CONSUMER_ANOMALIES,
+    PROCESSED_SCHEMA,
+    PRODUCER_ANOMALIES,
+    TRANSACTION_ANOMALIES,
+)
 from eoslab.verify import consumer_anomalies
 from eoslab.verify.consumer_ledger import build_consumer_ledger
 from eoslab.verify.consumption import EFFECT_COLUMNS, LEDGER_NAMES
@@ -45,6 +50,13 @@ def test_repository_suites_load_versioned_and_cover_every_anomaly() -> None:
     assert consumer_covered == set(CONSUMER_ANOMALIES) - {"redelivered"}  # allowed, likewise
     for suite in every_suite:
         assert len(suite.to_gx().expectations) == len(suite.expectations)
+    (transactions,) = load_suites(transactional=True)[len(suites) :]
+    assert transactions.name == "transactions"
+    assert transactions.asset == "txn_ledger"
+    assert {a for e in transactions.expectations for a in e["meta"]["anomalies"]} == set(
+        TRANSACTION_ANOMALIES
+    )
+    assert len(transactions.to_gx().expectations) == len(transactions.expectations)
 
 
 def test_every_suite_query_runs_on_its_asset_without_a_shuffle(

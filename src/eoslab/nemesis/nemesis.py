@@ -30,7 +30,16 @@ from eoslab.admin import (
 )
 from eoslab.clock import now_ms
 from eoslab.fault_events import FaultEffect, FaultEvent, FaultPhase, append_event
-from eoslab.nemesis.steps.base import CONTROLLER, COORDINATOR, FOLLOWERS, LEADER, ResolvedStep
+from eoslab.nemesis.steps.base import (
+    CONTROLLER,
+    COORDINATOR,
+    FOLLOWERS,
+    LEADER,
+    TXN_COORDINATOR,
+    ResolvedStep,
+)
+from eoslab.probe.runner import ProbeError
+from eoslab.probe.txn_runner import transaction_coordinator_id
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.run_context import RunContext
@@ -159,13 +168,21 @@ class Nemesis:
         """The step's service; "leader", "coordinator" and "controller" are looked up once, at its
         start."""
         known = self._known_service(step)
-        if known is not None and known not in (LEADER, COORDINATOR, CONTROLLER, FOLLOWERS):
+        if known is not None and known not in (
+            LEADER,
+            COORDINATOR,
+            TXN_COORDINATOR,
+            CONTROLLER,
+            FOLLOWERS,
+        ):
             return known
         service = step.target
         if service == LEADER:
             service = self.leader_of(getattr(step.step, "partition", 0))
         elif service == COORDINATOR:
             service = self.coordinator()
+        elif service == TXN_COORDINATOR:
+            service = self.txn_coordinator()
         elif service == CONTROLLER:
             service = self.controller()
         if service is None:
@@ -219,6 +236,20 @@ class Nemesis:
             )
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
+
+    def txn_coordinator(self) -> str:
+        """The service coordinating producer 0's transactional id now (FindCoordinator with key
+        type 1, the transaction coordinator)."""
+        if self.context.lab_target == "refbroker":
+            return REFBROKER_SERVICE
+        ids = self.workload().transactional_ids
+        if not ids:
+            raise NemesisError("the txn-coordinator target needs transactional producers")
+        try:
+            found = transaction_coordinator_id(self.context.bootstrap, ids[0])
+        except ProbeError as error:
+            raise NemesisError(str(error)) from error
+        return broker_service(self.context.lab_target, found)
 
     def controller(self) -> str:
         """The service that is the target's active controller now."""

@@ -150,22 +150,33 @@ def diff_txn_on_lab(flow: TxnFlow, config: LabConfig) -> FlowDiff:
 def find_transaction_coordinator(bootstrap: str, transactional_id: str) -> tuple[str, int]:
     """The coordinator's address, asked again while a fresh cluster creates
     __transaction_state (COORDINATOR_NOT_AVAILABLE)."""
+    coordinator = _transaction_coordinator(bootstrap, transactional_id)
+    return coordinator.host, int(coordinator.port)
+
+
+def transaction_coordinator_id(bootstrap: str, transactional_id: str) -> int:
+    """The broker id coordinating ``transactional_id`` now (FindCoordinator, key type 1)."""
+    return int(_transaction_coordinator(bootstrap, transactional_id).node_id)
+
+
+def _transaction_coordinator(bootstrap: str, transactional_id: str) -> Any:
+    """FindCoordinator's answer for ``transactional_id``, asked until one is available."""
     host, port = bootstrap.split(",", maxsplit=1)[0].rsplit(":", 1)
     last = [NONE]
 
-    def found() -> tuple[str, int] | None:
+    def found() -> Any:
         with KafkaProtocolClient(host, int(port), client_id=CLIENT_ID) as client:
             request = find_transaction_coordinator_request(transactional_id)
             (coordinator,) = client.request(request).coordinators
         last[0] = error_name(coordinator.error_code)
         if last[0] not in (NONE, *NOT_READY):
             raise ProbeError(f"no coordinator for transactional id {transactional_id}: {last[0]}")
-        return (coordinator.host, int(coordinator.port)) if last[0] == NONE else None
+        return coordinator if last[0] == NONE else None
 
-    address = wait_until(found, INIT_PRODUCER_ID_TIMEOUT_S, LEADER_LOOKUP_INTERVAL_S)
-    if address is None:
+    coordinator = wait_until(found, INIT_PRODUCER_ID_TIMEOUT_S, LEADER_LOOKUP_INTERVAL_S)
+    if coordinator is None:
         raise ProbeError(f"no coordinator for transactional id {transactional_id}: {last[0]}")
-    return address
+    return coordinator
 
 
 @dataclass

@@ -5,6 +5,11 @@ reference broker's profile, workloads, nemesis), **play** (workloads ∥ timelin
 
 The lab is left as it was found, whatever happens: the nemesis heals and the broker profile is
 cleared in a `finally`, and the producers are stopped before the run directory is closed.
+
+A transactional workload (``workload.transactions``) gets its readers too
+(:class:`~eoslab.workload.reader.TopicReaders`): one consumer per isolation level reads the
+topic live from before the first send, and on to the end once the producers have stopped and
+the lab is healed; a reader that could not reach the end makes the run invalid.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from eoslab.rundir import (
     RunDir,
     RunInfo,
     Target,
+    TransactionsInfo,
     cell_name,
     lab_target,
     new_run_id,
@@ -46,6 +52,7 @@ from eoslab.settings import BasePort
 from eoslab.workload.clients import ClientError, client_version, producer_client
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import SETTLE_TIMEOUT_S, ConsumerWorkload
+from eoslab.workload.reader import TopicReaders
 from eoslab.workload.spec import WorkloadSpec
 from eoslab.workload.supervisor import Workload
 
@@ -58,6 +65,9 @@ EXTERNAL_STEP_KINDS = {
     "consumer-join",
 }
 CAUGHT_UP_POLL_S = 0.5
+STABLE_MARGIN_S = 30.0
+"""Beyond transaction.timeout.ms, how long a run waits for its topic to have no transaction
+open before its readers read to the end."""
 
 
 class RunError(RuntimeError):
@@ -225,6 +235,8 @@ class Run:
     refbroker: RefbrokerControl | None
     rejected_before: dict[str, int]
     """The reference broker's rejected Produce answers by error when the run started."""
+    readers: TopicReaders | None = None
+    """The topic's readers, one per isolation level, when the producers are transactional."""
 
 
 def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
@@ -276,7 +288,12 @@ def start(
         seed=context.seed,
         started_ms=now_ms(),
         producer_config=scenario.producer_config,
-        expected=scenario.expected.for_run(run_plan.lab_target, run_plan.mode, run_plan.client),
+        expected=scenario.expected.for_run(
+            run_plan.lab_target,
+            run_plan.mode,
+            run_plan.client,
+            transactional=run_plan.workload.transactions is not None,
+        ),
         client=run_plan.client,
         librdkafka=client_version(run_plan.client),
         broker_profile=(
@@ -299,6 +316,19 @@ def start(
             refbroker.apply(fault)
     rejected = rejected_produces(refbroker) if run_plan.target == "refbroker" else {}
     workload = Workload(run_plan.workload, context, scenario.producer_config, client=client)
+    transactions = run_plan.workload.transactions
+    readers = None
+    if transactions is not None:
+        readers = TopicReaders(context)
+        context.run_dir.create_transactions()
+        info.transactions = TransactionsInfo(
+            records_per_transaction=transactions.records_per_transaction,
+            abort_ratio=transactions.abort_ratio,
+            transaction_timeout_ms=transactions.transaction_timeout_ms,
+            isolation=transactions.isolation,
+            transactional_ids=workload.transactional_ids,
+        )
+        context.run_dir.write_info(info)
     consumers = None if consumer_spec is None else ConsumerWorkload(consumer_spec, context)
     done = WorkloadsDone(workload, consumers)
     nemesis = Nemesis(
@@ -313,7 +343,17 @@ def start(
         run_plan.steps, nemesis, acked=lambda: workload.acked, workload_done=done
     )
     return Run(
-        run_plan, context, info, workload, consumers, nemesis, timeline, done, refbroker, rejected
+        run_plan,
+        context,
+        info,
+        workload,
+        consumers,
+        nemesis,
+        timeline,
+        done,
+        refbroker,
+        rejected,
+        readers,
     )
 
 
@@ -329,6 +369,8 @@ def play(run: Run, *, show_progress: bool | None = None) -> list[str]:
     """Workloads ∥ timeline until done or the scenario's time bound; returns what went wrong
     while playing (the workloads and timeline are still to be stopped: :func:`finish`)."""
     problems: list[str] = []
+    if run.readers is not None:
+        run.readers.start()
     if run.consumers is not None:
         run.consumers.start()
         if not run.consumers.wait_settled():
@@ -371,6 +413,18 @@ def finish(run: Run, problems: list[str]) -> RunResult:
     if run.timeline.error is not None:
         problems.append(f"nemesis timeline: {run.timeline.error}")
     problems += run.workload.failures()
+    transactions = run.info.transactions
+    if run.readers is not None and transactions is not None:
+        stable_s = transactions.transaction_timeout_ms / 1000 + STABLE_MARGIN_S
+        reads, stable = run.readers.finish(stable_s)
+        transactions = transactions.model_copy(update={"reads": reads})
+        if not stable:
+            problems.append(f"a transaction was still open {stable_s:g} s after the workload")
+        problems += [
+            f"the {read.isolation} reader did not read the topic to its end"
+            for read in reads
+            if not read.complete
+        ]
     broker_errors = {}
     if run.plan.target == "refbroker":
         now = rejected_produces(run.refbroker)
@@ -384,6 +438,7 @@ def finish(run: Run, problems: list[str]) -> RunResult:
             "ended_ms": now_ms(),
             "sessions": run.workload.sessions,
             "consumption": None if run.consumers is None else run.consumers.info(),
+            "transactions": transactions,
             "faults": run.nemesis.effects(run.plan.steps),
             "broker_errors": broker_errors,
             "problems": problems,

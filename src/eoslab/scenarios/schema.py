@@ -85,11 +85,16 @@ class ScenarioExpected(Expected):
     )
 
     def for_run(
-        self, target: LabTarget, mode: HandlerMode | None = None, client: str | None = None
+        self,
+        target: LabTarget,
+        mode: HandlerMode | None = None,
+        client: str | None = None,
+        *,
+        transactional: bool = False,
     ) -> dict[str, str | dict[str, str]]:
         """run.json's `expected`: every check, defaults filled (the consumer half's when the run
-        has a consumer workload in ``mode``), then the target's, the mode's and the client's
-        overrides."""
+        has a consumer workload in ``mode``, the transactions' when its producers are
+        transactional), then the target's, the mode's and the client's overrides."""
         layers = [
             self,
             self.on.get(target),
@@ -97,7 +102,7 @@ class ScenarioExpected(Expected):
             None if client is None else self.clients.get(client),
         ]
         chosen = [layer for layer in layers if layer is not None]
-        anomalies = default_expectations(consumed=mode is not None)
+        anomalies = default_expectations(consumed=mode is not None, transactional=transactional)
         errors: dict[str, str] = {}
         fatal: dict[str, str] = {}
         for layer in chosen:
@@ -236,6 +241,7 @@ class Scenario(BaseModel):
             records=workload.records,
             sending_s=workload.sending_s,
             timeout_s=self.timeout_s,
+            transactional=workload.transactions is not None,
         )
 
     @property

@@ -4,6 +4,11 @@ A run with a consumer workload (run.json's ``consumption``) gets the consumer ha
 consumption ledger and sink beside the topic, the consumer anomalies, the consumer figures in
 the metrics, the ``consumer_exactly_once`` suite and the consumer checks in the verdict.
 
+A run with transactional producers (run.json's ``transactions``) gets the transactions checked:
+its transaction ledger beside the read of the consumer under test, the transaction anomalies
+(:mod:`eoslab.verify.txn_anomalies`), the transaction figures in the metrics, the
+``transactions`` suite and the transaction checks in the verdict.
+
 Everything it writes goes under ``RUN_DIR/checker/`` (replaced on every check): the anomaly
 tables (Parquet, one folder per anomaly), ``metrics.json``, the GX context with its Data Docs
 (``gx/``) and ``verdict.json``.
@@ -30,14 +35,15 @@ from eoslab.rundir import (
     ConsumptionInfo,
     RunDir,
     RunInfo,
+    TransactionsInfo,
     Verdict,
     VerdictLinks,
 )
-from eoslab.verify import anomalies, consumer_anomalies, metrics, suites
+from eoslab.verify import anomalies, consumer_anomalies, metrics, suites, txn_anomalies
 from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offsets
 from eoslab.verify.consumption import read_commits, read_effects, read_processed
 from eoslab.verify.counting import count_rows
-from eoslab.verify.history import read_history
+from eoslab.verify.history import excuse_aborted, read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.sink_location import jdbc_sink
 from eoslab.verify.spark_session import (
@@ -48,6 +54,12 @@ from eoslab.verify.spark_session import (
     spark_path,
 )
 from eoslab.verify.topic_reader import classify, read_log
+from eoslab.verify.txn_ledger import (
+    aborted_records,
+    build_txn_ledger,
+    read_reads,
+    read_transactions,
+)
 from eoslab.verify.verdict import (
     MAX_EXAMPLES,
     build_verdict,
@@ -112,6 +124,31 @@ def _consumer_half(
     return consumer_ledger, consumer_anomalies.derive(consumer_ledger), figures
 
 
+def _transactions(
+    spark: SparkSession, run: RunDir, transactions: TransactionsInfo, cache: Cache
+) -> tuple[DataFrame, dict[str, DataFrame], dict[str, Any]]:
+    """The transaction ledger (cached) of the consumer under test's read, its anomaly tables,
+    and the transaction figures."""
+    ledger_rows = read_transactions(spark, run)
+    txn_ledger = cache(
+        build_txn_ledger(ledger_rows, read_reads(spark, run, transactions.isolation))
+    )
+    in_log = txn_anomalies.aborted_in_log(
+        build_txn_ledger(ledger_rows, read_reads(spark, run, "read_uncommitted"))
+    )
+    outcomes = {
+        row["outcome"]: int(row["count"])
+        for row in ledger_rows.groupBy("outcome").count().collect()
+    }
+    figures = {
+        "isolation": transactions.isolation,
+        "outcomes": outcomes,
+        "aborted_records_in_log": in_log.count(),
+        "reads": {read.isolation: read.records for read in transactions.reads},
+    }
+    return txn_ledger, txn_anomalies.derive(txn_ledger), figures
+
+
 def verify_run(
     run_dir: Path,
     spark: SparkSession | None = None,
@@ -132,7 +169,11 @@ def verify_run(
     run = RunDir(run_dir)
     info = run.read_info()
     # a run directory or expectation the checker cannot use fails before any Spark starts
-    expected = expected_checks(info.expected, consumed=info.consumption is not None)
+    expected = expected_checks(
+        info.expected,
+        consumed=info.consumption is not None,
+        transactional=info.transactions is not None,
+    )
     with _session(spark, master, remote) as session, run_settings(session, run.history_rows()):
         return _check(run, info, expected, session, bootstrap, from_topic=from_topic)
 
@@ -177,6 +218,8 @@ def _check(
         with phases("log and ledger"):
             raw = read_log(spark, run, info, bootstrap=bootstrap, from_topic=from_topic)
             history = read_history(spark, run.history_dir, info.log_starts())
+            if info.transactions is not None:
+                history = excuse_aborted(history, aborted_records(read_transactions(spark, run)))
             ledger = cache(build_ledger(classify(raw, info.run_id), history))
             ledger.count()  # the log as of now: later actions reuse this snapshot
         with phases("anomalies"):
@@ -186,12 +229,17 @@ def _check(
                 FOREIGN: anomalies.foreign(ledger),
             }
             frames = {"ledger": run_rows(ledger), "key_ledger": key_ledger}
-            consumer_figures: dict[str, Any] = {}
+            half_figures: dict[str, Any] = {}
             if info.consumption is not None:
-                frames["consumer_ledger"], consumer_tables, consumer_figures["consumption"] = (
+                frames["consumer_ledger"], consumer_tables, half_figures["consumption"] = (
                     _consumer_half(spark, run, info.consumption, ledger, cache)
                 )
                 tables.update(consumer_tables)
+            if info.transactions is not None:
+                frames["txn_ledger"], txn_tables, half_figures["transactions"] = _transactions(
+                    spark, run, info.transactions, cache
+                )
+                tables.update(txn_tables)
             counts = count_rows(tables)
         with phases("anomaly tables"):
             examples: dict[str, list[dict[str, Any]]] = {}
@@ -206,7 +254,7 @@ def _check(
                 **metrics.log_summary(ledger),
                 "anomalies": counts,
                 **history_figures,
-                **consumer_figures,
+                **half_figures,
             }
         with phases("gx"):
             gx_report = suites.validate(

@@ -14,11 +14,21 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from eoslab.rundir import HISTORY_SCHEMA, Outcome
 from eoslab.verify.spark_session import spark_path
 
-EXCUSED_OUTCOMES = (Outcome.FAIL.value, Outcome.UNSENT.value, Outcome.DELETED.value)
-"""Outcomes that say a record is rightly absent from the log (never written, or deleted on
-purpose): a sequence skipped for them is no gap."""
+EXCUSED_OUTCOMES = (
+    Outcome.FAIL.value,
+    Outcome.UNSENT.value,
+    Outcome.DELETED.value,
+    Outcome.ABORTED.value,
+)
+"""Outcomes that say a record is rightly absent from the log (never written, deleted on
+purpose, or of an aborted transaction): a sequence skipped for them is no gap."""
 
-NOT_ACKED_OUTCOMES = (Outcome.FAIL.value, Outcome.INDETERMINATE.value, Outcome.UNSENT.value)
+NOT_ACKED_OUTCOMES = (
+    Outcome.FAIL.value,
+    Outcome.INDETERMINATE.value,
+    Outcome.UNSENT.value,
+    Outcome.ABORTED.value,
+)
 """Outcomes after which a record found in the log counts as `indeterminate`."""
 
 
@@ -46,4 +56,17 @@ def read_history(
     deleted = (sf.col("outcome") == Outcome.ACK.value) & below
     return history.withColumn(
         "outcome", sf.when(deleted, Outcome.DELETED.value).otherwise(sf.col("outcome"))
+    )
+
+
+def excuse_aborted(history: DataFrame, aborted: DataFrame) -> DataFrame:
+    """The history with every record of an aborted transaction that was not acknowledged
+    marked ``aborted`` (rightly absent from the log); ``aborted`` holds those records'
+    (session_id, partition, seq): few, broadcast."""
+    flagged = aborted.select("session_id", "partition", "seq", sf.lit(True).alias("in_aborted"))
+    excused = sf.col("in_aborted") & (sf.col("outcome") != Outcome.ACK.value)
+    return (
+        history.join(sf.broadcast(flagged), on=["session_id", "partition", "seq"], how="left")
+        .withColumn("outcome", sf.when(excused, Outcome.ABORTED.value).otherwise(sf.col("outcome")))
+        .select(*history.columns)
     )

@@ -3,7 +3,8 @@
 It exists as the benchmark's comparison point for the Spark checker, and computes the very same
 counts (see :mod:`eoslab.verify.anomalies` for the definitions): a second, independent
 implementation the tests hold the Spark one against. A run with a consumer workload gets the
-consumer half's counts as well (:mod:`eoslab.verify.naive_consumer`).
+consumer half's counts as well (:mod:`eoslab.verify.naive_consumer`), a run with transactional
+producers the transactions' (:mod:`eoslab.verify.naive_txn`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from eoslab.message import MessageFormatError, decode
 from eoslab.rundir import FOREIGN, PRODUCER_ANOMALIES, Outcome, RunDir
@@ -26,6 +27,12 @@ from eoslab.verify.naive_consumer import (
     read_committed,
     read_processings,
     read_sink_effects,
+)
+from eoslab.verify.naive_txn import (
+    aborted_records,
+    count_txn_anomalies,
+    read_ledger,
+    read_reads,
 )
 
 BATCH = 10_000
@@ -51,12 +58,16 @@ def read_log(
     bootstrap: str, topic: str, partitions: int, run_id: str, timeout_s: float = 600.0
 ) -> tuple[list[LogRecord], list[tuple[int, int]]]:
     """The run's records in (partition, offset) order, and the (partition, offset) of every
-    foreign record."""
+    foreign record. A partition is read once its record at the end offset's predecessor came,
+    or the end of the partition did (a topic written in transactions ends in a marker, which
+    is no record)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"eoslab-naive-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_uncommitted",  # the whole log, as Spark's source reads it
             "queued.min.messages": 100_000,
         }
     )
@@ -76,11 +87,16 @@ def read_log(
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{topic}: partitions {sorted(ends)} not read in {timeout_s} s")
             for message in consumer.consume(BATCH, timeout=1.0):
-                if message.error():
-                    raise KafkaException(message.error())
+                error = message.error()
                 where, offset = message.partition(), message.offset()
                 if where is None or offset is None:
                     continue
+                if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                    if offset >= ends.get(where, 0):
+                        ends.pop(where, None)
+                    continue
+                if error is not None:
+                    raise KafkaException(error)
                 if where not in ends or offset >= ends[where]:
                     continue
                 if offset == ends[where] - 1:
@@ -116,6 +132,16 @@ def read_history(history_dir: Path) -> Iterator[tuple[str, int, int, str, int, s
     columns = ("session_id", "partition", "seq", "key", "key_seq", "outcome")
     table = pq.read_table(history_dir, columns=list(columns)).to_pydict()
     yield from zip(*(table[c] for c in columns), strict=True)
+
+
+def excuse_aborted(
+    history: Iterable[tuple[str, int, int, str, int, str]], aborted: set[tuple[str, int, int]]
+) -> Iterator[tuple[str, int, int, str, int, str]]:
+    """The history rows, a record of an aborted transaction that was not acknowledged
+    ``aborted`` (see :func:`eoslab.verify.history.excuse_aborted`)."""
+    for session_id, partition, seq, key, key_seq, outcome in history:
+        excused = outcome != Outcome.ACK and (session_id, partition, seq) in aborted
+        yield session_id, partition, seq, key, key_seq, Outcome.ABORTED if excused else outcome
 
 
 def _missing(present: set[int], excused: set[int]) -> int:
@@ -180,7 +206,10 @@ def check(run_dir: Path, bootstrap: str | None = None) -> NaiveResult:
     run = RunDir(run_dir)
     info = run.read_info()
     log, foreign = read_log(bootstrap or info.bootstrap, info.topic, info.partitions, info.run_id)
-    counts = {**count_anomalies(log, read_history(run.history_dir)), FOREIGN: len(foreign)}
+    history = read_history(run.history_dir)
+    if info.transactions is not None:
+        history = excuse_aborted(history, aborted_records(read_ledger(run)))
+    counts = {**count_anomalies(log, history), FOREIGN: len(foreign)}
     if info.consumption is not None:
         records = [
             *(((r.partition, r.offset), (r.session_id, r.key, r.key_seq)) for r in log),
@@ -191,5 +220,9 @@ def check(run_dir: Path, bootstrap: str | None = None) -> NaiveResult:
             read_processings(run),
             read_sink_effects(info.consumption, run.path),
             read_committed(run),
+        )
+    if info.transactions is not None:
+        counts |= count_txn_anomalies(
+            read_ledger(run), read_reads(run, info.transactions.isolation)
         )
     return NaiveResult(counts=counts, records=len(log))

@@ -3,7 +3,9 @@
 The suites live in the repository as JSON files (``name``, ``version``, ``description``,
 ``asset``: the checker frame the suite validates, ``ledger`` or ``key_ledger`` (see
 :mod:`eoslab.verify.ledger`) or ``consumer_ledger`` (:mod:`eoslab.verify.consumer_ledger`: only
-runs with a consumer workload have it, and the consumer suites), and ``expectations``: GX expectation configurations whose
+runs with a consumer workload have it, and the consumer suites) or ``txn_ledger``
+(:mod:`eoslab.verify.txn_ledger`: only runs with transactional producers have it, and the
+``transactions`` suite), and ``expectations``: GX expectation configurations whose
 ``meta.anomalies`` names the anomaly tables each expectation stands for). Every run gets a
 file-backed GX context under ``RUN_DIR/checker/gx/``: the suites, the validation results and the
 Data Docs of that run.
@@ -49,8 +51,9 @@ from eoslab.verify.counting import count_rows
 
 SUITE_NAMES = ("exactly_once", "partition_order", "key_order")
 CONSUMER_SUITE_NAMES = ("consumer_exactly_once",)
-ASSETS = ("ledger", "key_ledger", "consumer_ledger")
-VALIDATION_ORDER = ("consumer_ledger", "key_ledger", "ledger")
+TRANSACTION_SUITE_NAMES = ("transactions",)
+ASSETS = ("ledger", "key_ledger", "consumer_ledger", "txn_ledger")
+VALIDATION_ORDER = ("txn_ledger", "consumer_ledger", "key_ledger", "ledger")
 """The order GX validates the assets in: whatever is built on another asset goes before it."""
 DATASOURCE = "eoslab"
 UNEXPECTED_ROWS = "unexpected_rows_expectation"
@@ -111,11 +114,17 @@ class SuiteFile:
         return suite
 
 
-def load_suites(directory: Path | None = None, consumed: bool = False) -> list[SuiteFile]:
+def load_suites(
+    directory: Path | None = None, consumed: bool = False, transactional: bool = False
+) -> list[SuiteFile]:
     """The checker's suites, from ``expectations/<name>.json``: the consumer half's too when a
-    consumer workload ran."""
+    consumer workload ran, the transactions' when the producers were transactional."""
     directory = directory or expectations_dir()
-    names = (*SUITE_NAMES, *(CONSUMER_SUITE_NAMES if consumed else ()))
+    names = (
+        *SUITE_NAMES,
+        *(CONSUMER_SUITE_NAMES if consumed else ()),
+        *(TRANSACTION_SUITE_NAMES if transactional else ()),
+    )
     return [SuiteFile.load(directory / f"{name}.json") for name in names]
 
 
@@ -169,7 +178,11 @@ def validate(
     ``suites`` defaults to the checker's, the consumer half's among them when ``frames`` has a
     consumer ledger. ``evaluate_once``: evaluate and cache the unexpected-rows queries first
     (for large runs)."""
-    suites = suites if suites is not None else load_suites(consumed="consumer_ledger" in frames)
+    suites = (
+        suites
+        if suites is not None
+        else load_suites(consumed="consumer_ledger" in frames, transactional="txn_ledger" in frames)
+    )
     context = gx.get_context(mode="file", project_root_dir=str(checker_dir))
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     context.variables.save()

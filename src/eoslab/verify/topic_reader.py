@@ -29,15 +29,22 @@ FETCH_BYTES = 16 * 1024 * 1024
 """Per fetch: the Java client's 1 MiB per partition halves the read rate of small records."""
 
 
-def read_raw(spark: SparkSession, bootstrap: str, topic: str, partitions: int) -> DataFrame:
-    """Every record of every partition, earliest to the latest offset at read time."""
+def read_raw(
+    spark: SparkSession, bootstrap: str, topic: str, partitions: int, transactional: bool = False
+) -> DataFrame:
+    """Every record of every partition, earliest to the latest offset at read time (as a
+    read_uncommitted consumer sees them: aborted transactions' records included).
+
+    A topic written in transactions has offsets without a record (the commit and abort
+    markers), which Spark's source takes for data loss: for such a topic it is told to skip
+    them. A record really missing is still found, by the checks (a ``lost`` record)."""
     return (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("assign", json.dumps({topic: list(range(partitions))}))
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
-        .option("failOnDataLoss", "true")
+        .option("failOnDataLoss", "false" if transactional else "true")
         .option("kafka.max.partition.fetch.bytes", str(FETCH_BYTES))
         .option("kafka.fetch.max.bytes", str(FETCH_BYTES))
         .load()
@@ -84,7 +91,8 @@ def read_log(
     copy is written beside, then moved in place: a check that dies halfway leaves none."""
     bootstrap = require_topic(run, info, bootstrap=bootstrap, from_topic=from_topic)
     if bootstrap is not None:
-        raw = read_raw(spark, bootstrap, info.topic, info.partitions)
+        transactional = info.transactions is not None
+        raw = read_raw(spark, bootstrap, info.topic, info.partitions, transactional)
         partial = run.path / f".{run.topic_dir.name}.partial"
         shutil.rmtree(partial, ignore_errors=True)
         raw.select(*SNAPSHOT_COLUMNS).write.parquet(spark_path(partial))

@@ -53,12 +53,19 @@ def matches(expectation: str, observed: int) -> bool:
 
 
 def expected_checks(
-    expected: Mapping[str, str | Mapping[str, str]], consumed: bool = False
+    expected: Mapping[str, str | Mapping[str, str]],
+    consumed: bool = False,
+    transactional: bool = False,
 ) -> dict[str, str]:
     """Every check's expectation: the defaults (the consumer half's too when a consumer workload
-    ran) overlaid with the scenario's, errors flattened to ``errors.<NAME>``. Raises
-    :class:`ExpectationError` on an unknown name or form, before any work is done."""
-    checks = {**default_expectations(consumed), UNEXPECTED_FATAL: "0", EPOCH_BUMPS: ">=0"}
+    ran, the transactions' when the producers were transactional) overlaid with the scenario's,
+    errors flattened to ``errors.<NAME>``. Raises :class:`ExpectationError` on an unknown name or
+    form, before any work is done."""
+    checks = {
+        **default_expectations(consumed, transactional),
+        UNEXPECTED_FATAL: "0",
+        EPOCH_BUMPS: ">=0",
+    }
     for name, expectation in expected.items():
         if name in (ERRORS_KEY, FATAL_KEY) and isinstance(expectation, Mapping):
             pairs = [(f"{name}.{error}", form) for error, form in expectation.items()]

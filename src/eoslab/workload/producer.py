@@ -35,6 +35,7 @@ from eoslab.rundir import Outcome, RunDir
 from eoslab.workload.ledger import HistoryWriter, SendJournal
 from eoslab.workload.outcomes import outcome_of
 from eoslab.workload.plan import KeySpace, PlannedRecord, RecordStream
+from eoslab.workload.spec import TransactionSpec
 from eoslab.workload.stats import stats_sample
 
 PROGRESS_INTERVAL_S = 0.2
@@ -66,6 +67,9 @@ class SessionSpec(BaseModel):
     keys: int = 64
     seed: int = 0
     flush_timeout_s: float = 30.0
+    transactions: TransactionSpec | None = None
+    """Set for a transactional session (:mod:`eoslab.workload.transactional` runs it)."""
+    transactional_id: str | None = None
 
 
 class ProducerSession:
@@ -98,15 +102,20 @@ class ProducerSession:
         self._epoch = 0
         """The producer epoch librdkafka's statistics last showed: an idempotent producer
         starts at 0 with a new PID, so this is how often it was bumped."""
+        self.producer_id: int | None = None
+        """The producer id librdkafka's statistics last showed (None before the first)."""
 
     # ---------------------------------------------------------------- callbacks
     def _on_stats(self, raw: str) -> None:
         self._stats_samples += 1
         sample = stats_sample(raw, self.spec.producer, self.spec.session_id, now_ms())
         self.run_dir.append_jsonl(self.run_dir.stats_jsonl, sample)
-        epoch = sample.get("eos", {}).get("producer_epoch", -1)
+        eos = sample.get("eos", {})
+        epoch, producer_id = eos.get("producer_epoch", -1), eos.get("producer_id", -1)
         if isinstance(epoch, int) and epoch >= 0:
             self._epoch = epoch
+        if isinstance(producer_id, int) and producer_id >= 0:
+            self.producer_id = producer_id
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():

@@ -6,12 +6,38 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from eoslab.rundir import Isolation
+
 DEFAULT_PRODUCER_CONFIG: dict[str, str | int | float | bool] = {
     "enable.idempotence": True,
     "acks": "all",
     "statistics.interval.ms": 1000,
 }
 """What every workload producer starts from; a scenario's producer config overrides it."""
+
+
+class TransactionSpec(BaseModel):
+    """Transactional producers (issue 21): each producer gets a ``transactional.id`` of its own
+    (kept across its restarts, so a restart fences the session before it) and sends its records
+    in transactions of ``records_per_transaction``, each committed or, with the seeded
+    probability ``abort_ratio``, aborted (its records flushed into the log first, so an aborted
+    transaction's records are really there for a reader to wrongly see)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records_per_transaction: int = Field(10, ge=1, le=10_000)
+    abort_ratio: float = Field(0.3, ge=0.0, le=1.0)
+    transaction_timeout_ms: int = Field(
+        10_000, ge=1000, le=900_000, description="transaction.timeout.ms of every producer"
+    )
+    isolation: Isolation = Field(
+        "read_committed",
+        description="the isolation level of the consumer under test, whose read the checks "
+        "judge (read_uncommitted: the negative control)",
+    )
+    call_timeout_s: float = Field(
+        30.0, gt=0, description="bound on init_transactions, commit and abort (each try)"
+    )
 
 
 class WorkloadSpec(BaseModel):
@@ -29,6 +55,9 @@ class WorkloadSpec(BaseModel):
     keys: int = Field(64, ge=1, le=1_000_000, description="size of the key space")
     flush_timeout_s: float = Field(
         30.0, gt=0, description="how long a session waits for outstanding reports at its end"
+    )
+    transactions: TransactionSpec | None = Field(
+        None, description="transactional producers; unset: idempotent producers"
     )
 
     @model_validator(mode="after")

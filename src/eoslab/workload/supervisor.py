@@ -4,6 +4,11 @@ Each producer index runs one session at a time, a `python -m eoslab.workload.pro
 process. A crash is a real kill -9; the killed session's in-flight records are then settled
 as indeterminate, and a restart starts a new session (a new session id, a new PID from the
 broker) that sends what is left of the producer's share.
+
+With ``transactions`` in the spec the sessions are transactional
+(``python -m eoslab.workload.transactional``): producer ``i`` has the transactional id
+:func:`transactional_id` in every session, so a restart fences the session before it, and
+whenever a session ends, however it ends, its transaction journal is sealed into the ledger.
 """
 
 from __future__ import annotations
@@ -19,8 +24,14 @@ from eoslab.workload.ledger import read_journal, settle_killed_session
 from eoslab.workload.producer import SessionSpec
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
 from eoslab.workload.spec import WorkloadSpec
+from eoslab.workload.txn_ledger import seal_transactions
 
 STOP_GRACE_S = 10.0
+
+
+def transactional_id(run_id: str, producer: int) -> str:
+    """Producer ``producer``'s transactional id in run ``run_id`` (the same in every session)."""
+    return f"eos-{run_id}-p{producer}"
 
 
 class WorkloadError(RuntimeError):
@@ -97,6 +108,13 @@ class Workload:
         )
 
     @property
+    def transactional_ids(self) -> list[str]:
+        """Each producer's transactional id (empty unless the producers are transactional)."""
+        if self.spec.transactions is None:
+            return []
+        return [transactional_id(self.run_id, p) for p in range(self.spec.producers)]
+
+    @property
     def sessions(self) -> list[SessionInfo]:
         return sorted(
             (s.info for s in self._sessions.all()), key=lambda i: (i.started_ms, i.producer)
@@ -138,6 +156,10 @@ class Workload:
             keys=self.spec.keys,
             seed=self.context.seed,
             flush_timeout_s=self.spec.flush_timeout_s,
+            transactions=self.spec.transactions,
+            transactional_id=(
+                None if self.spec.transactions is None else self.transactional_ids[producer]
+            ),
         )
         info = SessionInfo(session_id=session_id, producer=producer, started_ms=now_ms())
 
@@ -147,11 +169,17 @@ class Workload:
             info.fatal_reason = process.progress.get("fatal_reason")
             info.unsent = int(process.progress.get("unsent") or 0)
             info.epoch_bumps = int(process.progress.get("epoch_bumps") or 0)
+            if spec.transactional_id is not None:
+                seal_transactions(
+                    self.run_dir, self.run_id, session_id, producer, spec.transactional_id
+                )
 
         session = Session(
             info,
             SessionProcess(
-                "eoslab.workload.producer",
+                "eoslab.workload.producer"
+                if spec.transactions is None
+                else "eoslab.workload.transactional",
                 spec.model_dump_json(),
                 self.run_dir.journal_dir / f"{session_id}.log",
                 on_exit=ended,

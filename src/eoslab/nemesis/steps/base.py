@@ -30,12 +30,14 @@ if TYPE_CHECKING:
 LEADER = "leader"
 FOLLOWERS = "followers"
 COORDINATOR = "coordinator"
+TXN_COORDINATOR = "txn-coordinator"
 CONTROLLER = "controller"
 RANDOM_BROKER = "random-broker"
 SERVICE_TARGETS = (
     LEADER,
     FOLLOWERS,
     COORDINATOR,
+    TXN_COORDINATOR,
     CONTROLLER,
     RANDOM_BROKER,
     *KAFKA_SERVICES,
@@ -44,7 +46,8 @@ SERVICE_TARGETS = (
 )
 """What a step may name as its target: a service, the current partition leader, its followers
 (every other replica: a leader cut off from them), the broker coordinating the run's consumer
-group, the active controller (Kafka 4: the metadata quorum's leader; Kafka 3.9: the broker
+group, the broker coordinating producer 0's transactional id (FindCoordinator, key type 1), the
+active controller (Kafka 4: the metadata quorum's leader; Kafka 3.9: the broker
 ZooKeeper elected), or a seeded pick among the target's brokers."""
 
 
@@ -63,6 +66,8 @@ class ScenarioShape:
     sending_s: float | None = None
     """How long the producers send at their rate; None: unknown (full speed)."""
     timeout_s: float | None = None
+    transactional: bool = False
+    """Whether the producers are transactional (a transaction coordinator to act on)."""
 
 
 class StepContext(Protocol):
@@ -244,6 +249,8 @@ class ServiceStep(PartitionStep):
                 return f"target: {self.kind} acts on one service, not on followers"
             if "refbroker" in (self.on or scenario.targets):
                 return "target: the reference broker has no followers (on: [kafka])"
+        if self.target == TXN_COORDINATOR and not scenario.transactional:
+            return "target: txn-coordinator needs transactional producers (workload.transactions)"
         return super().misfit(scenario)
 
     @field_validator("target")
@@ -289,7 +296,8 @@ class ResolvedStep(BaseModel):
     after_acked: int | None
     duration_s: float | None
     target: str | None
-    """A service name, "leader", "followers", "coordinator" or "controller" (looked up at
+    """A service name, "leader", "followers", "coordinator", "txn-coordinator" or "controller"
+    (looked up at
     start), "*" (every proxy route) or None."""
     step: Step
 

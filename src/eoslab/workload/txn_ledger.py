@@ -1,0 +1,165 @@
+"""The transaction ledger: every transaction a transactional producer session began, its records
+and how it ended, in Parquet, written so that a kill -9 loses nothing that mattered.
+
+A session journals each transaction as it goes, one JSON line per event in one ``write()``
+(:class:`TransactionJournal`): ``begin`` with the transaction's records before the first of them
+is sent, ``ending`` before the commit or abort is asked for, ``settled`` once its answer came.
+The lines survive a kill -9 in the page cache. Whenever the session's process ends, however it
+ends, the supervisor seals the journal into ``transactions/p<producer>-<session>.parquet``
+(:func:`seal_transactions`); a transaction without a ``settled`` line gets its outcome from how
+far it got (see :func:`unsettled_outcome`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from eoslab.rundir import TRANSACTIONS_SCHEMA, RunDir, TxnOutcome
+from eoslab.workload.ledger import write_part
+from eoslab.workload.outcomes import PRODUCER_KILLED
+from eoslab.workload.plan import PlannedRecord
+
+COMMIT = "commit"
+ABORT = "abort"
+
+
+class TransactionJournal:
+    """Append-only, unbuffered: each line is in the kernel before what it announces happens."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def _line(self, event: dict[str, Any]) -> None:
+        os.write(self._fd, (json.dumps(event, separators=(",", ":")) + "\n").encode())
+
+    def begin(
+        self, txn: int, intended: str, records: Sequence[PlannedRecord], begin_ms: int
+    ) -> None:
+        self._line(
+            {
+                "event": "begin",
+                "txn": txn,
+                "intended": intended,
+                "begin_ms": begin_ms,
+                "records": [[r.partition, r.seq, r.key, r.key_seq] for r in records],
+            }
+        )
+
+    def ending(self, txn: int, commit: bool, end_ms: int) -> None:
+        """The commit (``commit``) or the abort is about to be asked for."""
+        self._line({"event": "ending", "txn": txn, "commit": commit, "end_ms": end_ms})
+
+    def settled(
+        self,
+        txn: int,
+        outcome: TxnOutcome,
+        *,
+        error: str | None,
+        settled_ms: int,
+        producer_id: int | None,
+        producer_epoch: int | None,
+    ) -> None:
+        self._line(
+            {
+                "event": "settled",
+                "txn": txn,
+                "outcome": outcome.value,
+                "error": error,
+                "settled_ms": settled_ms,
+                "producer_id": producer_id,
+                "producer_epoch": producer_epoch,
+            }
+        )
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The journal's events; a torn last line (killed mid-write) never happened: skipped."""
+    if not path.exists():
+        return []
+    events = []
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and "event" in event and "txn" in event:
+            events.append(event)
+    return events
+
+
+def unsettled_outcome(ending: dict[str, Any] | None) -> TxnOutcome:
+    """How a transaction without an answer ended: ``indeterminate`` once its commit was asked
+    for (the coordinator may have committed it); ``aborted`` otherwise (no commit was ever asked
+    for, so the coordinator can only abort it: on the next InitProducerId of its transactional
+    id, or when it times out)."""
+    if ending is not None and ending.get("commit"):
+        return TxnOutcome.INDETERMINATE
+    return TxnOutcome.ABORTED
+
+
+def ledger_rows(
+    events: list[dict[str, Any]], run_id: str, session_id: str, producer: int, transactional_id: str
+) -> dict[str, list[Any]]:
+    """The ledger's columns (TRANSACTIONS_SCHEMA) for one session's journal events."""
+    begins: dict[int, dict[str, Any]] = {}
+    endings: dict[int, dict[str, Any]] = {}
+    settles: dict[int, dict[str, Any]] = {}
+    for event in events:
+        chosen = {"begin": begins, "ending": endings, "settled": settles}.get(event["event"])
+        if chosen is not None:
+            chosen[int(event["txn"])] = event
+    columns: dict[str, list[Any]] = {name: [] for name in TRANSACTIONS_SCHEMA.names}
+    last_ids: tuple[int | None, int | None] = (None, None)
+    for txn in sorted(begins):
+        begin, ending, settled = begins[txn], endings.get(txn), settles.get(txn)
+        if settled is not None:
+            outcome = TxnOutcome(settled["outcome"])
+            error, settled_ms = settled.get("error"), settled.get("settled_ms")
+            last_ids = (settled.get("producer_id"), settled.get("producer_epoch"))
+        else:
+            outcome, error, settled_ms = unsettled_outcome(ending), PRODUCER_KILLED, None
+        row = {
+            "run_id": run_id,
+            "session_id": session_id,
+            "producer": producer,
+            "transactional_id": transactional_id,
+            "producer_id": last_ids[0],
+            "producer_epoch": last_ids[1],
+            "txn": txn,
+            "intended": begin["intended"],
+            "outcome": outcome.value,
+            "error": error,
+            "begin_ms": begin["begin_ms"],
+            "end_ms": None if ending is None else ending["end_ms"],
+            "settled_ms": settled_ms,
+            "records": [
+                {"partition": p, "seq": seq, "key": key, "key_seq": key_seq}
+                for p, seq, key, key_seq in begin["records"]
+            ],
+        }
+        for name in TRANSACTIONS_SCHEMA.names:
+            columns[name].append(row[name])
+    return columns
+
+
+def seal_transactions(
+    run_dir: RunDir, run_id: str, session_id: str, producer: int, transactional_id: str
+) -> int:
+    """Write the session's transaction ledger from its journal (replacing an earlier seal);
+    returns how many transactions it holds."""
+    events = read_events(run_dir.txn_journal_file(session_id))
+    columns = ledger_rows(events, run_id, session_id, producer, transactional_id)
+    write_part(
+        pa.Table.from_pydict(columns, schema=TRANSACTIONS_SCHEMA),
+        run_dir.transactions_file(producer, session_id),
+    )
+    return len(columns["txn"])

@@ -17,6 +17,7 @@ from eoslab.rundir import (
     HandlerMode,
     RunDir,
     RunInfo,
+    TransactionsInfo,
     VerdictLinks,
     cell_name,
 )
@@ -61,11 +62,13 @@ def make_run(
     started_ms: int = START_MS,
     mode: HandlerMode | None = None,
     kill_took_effect: bool = True,
+    transactional: bool = False,
 ) -> Path:
     """A finished run with two faults (lost acks through the proxy, a kill); ``checked`` False
     leaves no verdict (as when the checker crashed); with a ``mode`` it had a consumer
     workload in that mode; ``kill_took_effect`` False makes it invalid (the kill found its
-    broker dead already)."""
+    broker dead already); ``transactional``: its producers were transactional, read
+    read_committed."""
     run_id = f"{cell_name(scenario, mode)}-{target}-{started_ms}"
     run = RunDir.for_run(run_id, root).create()
     info = RunInfo(
@@ -82,6 +85,14 @@ def make_run(
         consumption=None
         if mode is None
         else ConsumptionInfo(group=f"eoslab-{run_id}", mode=mode, sink="sqlite:x", consumers=2),
+        transactions=TransactionsInfo(
+            records_per_transaction=20,
+            abort_ratio=0.2,
+            transaction_timeout_ms=60_000,
+            isolation="read_committed",
+        )
+        if transactional
+        else None,
         faults=[
             FaultEffect(
                 step=0,
@@ -121,7 +132,9 @@ def make_run(
     verdict = build_verdict(
         info,
         checks=judge(
-            expected_checks(expected or {}, consumed=mode is not None), observed, examples
+            expected_checks(expected or {}, consumed=mode is not None, transactional=transactional),
+            observed,
+            examples,
         ),
         gx=GxOutcome(
             success=True, agrees_with_anomalies=True, suites={}, expectations=[], data_docs=None
@@ -130,5 +143,15 @@ def make_run(
     )
     run.checker_dir.mkdir()
     run.write_verdict(verdict)
-    run.metrics_json.write_text(json.dumps({"records": RECORDS, "sends": RECORDS}))
+    figures: dict[str, object] = {"records": RECORDS, "sends": RECORDS}
+    if mode is not None:
+        figures["consumption"] = {"records_processed": RECORDS, "redelivered": 5}
+    if transactional:
+        figures["transactions"] = {
+            "isolation": "read_committed",
+            "outcomes": {"committed": 8, "aborted": 2},
+            "aborted_records_in_log": 40,
+            "reads": {"read_committed": 160, "read_uncommitted": 200},
+        }
+    run.metrics_json.write_text(json.dumps(figures))
     return run.path

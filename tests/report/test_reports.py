@@ -58,8 +58,31 @@ def test_a_run_with_consumers_shows_both_halves_and_its_mode(tmp_path: Path) -> 
     assert 'data-check="effect_duplicate"' not in producer
     for check in ("unprocessed", "redelivered", "effect_duplicate", "effect_reorder"):
         assert f'data-check="{check}"' in consumer
+    assert '"redelivered": 5' in html.split('id="metrics-consumption"')[1].split("</tr>")[0]
     index = write_nightly_report([run], name="night", reports=tmp_path / "reports")
     assert 'data-scenario="consumer-crash-before-commit.commit-after"' in index.read_text()
+
+
+def test_a_transactional_run_shows_its_transactions_half_and_figures(tmp_path: Path) -> None:
+    run = make_run(
+        tmp_path / "runs",
+        "txn-read-uncommitted",
+        "kafka4",
+        transactional=True,
+        expected={"aborted_read": ">0"},
+        observed={"aborted_read": 40},
+    )
+    assert load_outcome(run).status is Status.CONFORMS
+    html = write_run_report(run, tmp_path / "reports").read_text()
+    producer, transactions = html.split('id="producer-half"')[1].split('id="transactions-half"')
+    assert 'data-check="duplicate"' in producer
+    assert 'data-check="aborted_read"' not in producer
+    for check in ("aborted_read", "lost_committed", "committed_duplicate", "torn_transaction"):
+        assert f'data-check="{check}"' in transactions
+    assert 'id="consumer-half"' not in html
+    figures = html.split('id="metrics-transactions"')[1].split("</tr>")[0]
+    assert "8 committed" in figures
+    assert "records of aborted transactions in the log: 40" in figures
 
 
 def test_a_mismatch_is_a_junit_failure_that_says_what_was_seen(tmp_path: Path) -> None:

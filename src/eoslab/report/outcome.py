@@ -12,7 +12,31 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from eoslab.rundir import CONSUMER_ANOMALIES, Check, RunDir, RunDirError, cell_name
+from eoslab.rundir import (
+    CONSUMER_ANOMALIES,
+    TRANSACTION_ANOMALIES,
+    Check,
+    RunDir,
+    RunDirError,
+    cell_name,
+)
+
+HALVES: tuple[tuple[str, str], ...] = (
+    ("producer", "Producer half: producers → broker"),
+    ("consumer", "Consumer half: broker → consumers → sink"),
+    ("transactions", "Transactions: commits and aborts → the reader under test"),
+)
+"""The sections a run's checks are shown in: (name, title)."""
+
+
+def half_of(check: str) -> str:
+    """The section of :data:`HALVES` a check belongs to (errors and fatal errors: the
+    producer half's)."""
+    if check in CONSUMER_ANOMALIES:
+        return "consumer"
+    if check in TRANSACTION_ANOMALIES:
+        return "transactions"
+    return "producer"
 
 
 class Status(StrEnum):
@@ -73,8 +97,8 @@ class RunOutcome:
         return (self.label, self.target)
 
     def checks_of(self, half: str) -> list[dict[str, Any]]:
-        """The checks of the ``producer`` or the ``consumer`` half of the run."""
-        return [c for c in self.checks if (c["name"] in CONSUMER_ANOMALIES) == (half == "consumer")]
+        """The checks of one of the run's :data:`HALVES`."""
+        return [c for c in self.checks if half_of(c["name"]) == half]
 
     def mismatch_message(self) -> str:
         """One line per mismatching check: what was expected, what was seen (for an invalid

@@ -44,7 +44,7 @@ from eoslab.probe.requests import (
     sync_group_request,
 )
 from eoslab.probe.runner import LEADER_LOOKUP_INTERVAL_S, NOT_READY, ProbeError
-from eoslab.probe.transcript import NONE, Exchange
+from eoslab.probe.transcript import NONE, Exchange, flow_run_json
 
 COORDINATOR_LOOKUP_TIMEOUT_S = 60.0
 CLIENT_ID = "eoslab-probe"
@@ -71,14 +71,7 @@ class GroupFlowRun:
     exchanges: list[Exchange] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "flow": self.flow.name,
-            "target": self.target,
-            "topic": self.topic,
-            "group": self.group,
-            "coordinator": self.coordinator,
-            "exchanges": [e.as_json() for e in self.exchanges],
-        }
+        return flow_run_json(self)
 
 
 def run_group_flow(flow: GroupFlow, bootstrap: str, target: str, topic: str) -> GroupFlowRun:

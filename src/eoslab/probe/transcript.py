@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Protocol
 
 NONE = "NONE"
 """The error name of a success (Kafka's error code 0)."""
@@ -35,3 +35,23 @@ class Exchange:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+def flow_run_json(run: object) -> dict[str, Any]:
+    """A played flow (a dataclass with a ``flow``, ``exchanges`` and plain fields) as JSON: the
+    flow by its name, every exchange as :meth:`Exchange.as_json`, the other fields as they are."""
+    out: dict[str, Any] = {}
+    for spec in fields(run):  # type: ignore[arg-type]
+        value = getattr(run, spec.name)
+        if spec.name == "flow":
+            flow: _Named = value
+            value = flow.name
+        elif spec.name == "exchanges":
+            value = [exchange.as_json() for exchange in value]
+        out[spec.name] = value
+    return out

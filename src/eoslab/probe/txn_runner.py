@@ -52,7 +52,7 @@ from eoslab.probe.runner import (
     ProbeError,
 )
 from eoslab.probe.targets import fresh_topic, lab_target
-from eoslab.probe.transcript import NONE, Exchange
+from eoslab.probe.transcript import NONE, Exchange, flow_run_json
 from eoslab.probe.txn_flows import (
     Add,
     AddOffsets,
@@ -97,14 +97,7 @@ class TxnFlowRun:
     exchanges: list[Exchange] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "flow": self.flow.name,
-            "target": self.target,
-            "topic": self.topic,
-            "group": self.group,
-            "leader": self.leader,
-            "exchanges": [e.as_json() for e in self.exchanges],
-        }
+        return flow_run_json(self)
 
 
 def run_txn_flow(flow: TxnFlow, bootstrap: str, target: str, topic: str) -> TxnFlowRun:

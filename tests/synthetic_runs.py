@@ -11,7 +11,9 @@ import pyarrow.parquet as pq
 
 from eoslab.fault_events import FaultEffect, FaultEvent, FaultPhase, append_event
 from eoslab.rundir import (
+    COMMITS_SCHEMA,
     HISTORY_SCHEMA,
+    PROCESSED_SCHEMA,
     ConsumptionInfo,
     GxOutcome,
     HandlerMode,
@@ -20,6 +22,7 @@ from eoslab.rundir import (
     TransactionsInfo,
     VerdictLinks,
     cell_name,
+    message_id,
 )
 from eoslab.verify.verdict import build_verdict, expected_checks, judge
 
@@ -48,6 +51,60 @@ def _history(run: RunDir, run_id: str) -> None:
     ]
     pq.write_table(
         pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA), run.history_file(0, "a" * 32, 0)
+    )
+
+
+def _consumption(run: RunDir, run_id: str) -> None:
+    """Consumer 0 processes every record in generation 1 and commits every 50; consumer 1 joins
+    at record 120 (generation 2) and processes the last 20 records again."""
+    run.create_consumption()
+    processed, commits = [], []
+    deliveries = [(i, 1) for i in range(RECORDS)] + [(i, 2) for i in range(RECORDS - 20, RECORDS)]
+    for n, (i, generation) in enumerate(deliveries):
+        processed.append(
+            {
+                "run_id": run_id,
+                "consumer": generation - 1,
+                "consumer_session": "c" * 32,
+                "member_id": f"m{generation}",
+                "generation": generation,
+                "n": n,
+                "partition": i % 2,
+                "offset": i // 2,
+                "message_id": message_id("a" * 32, i % 2, i // 2),
+                "session_id": "a" * 32,
+                "producer": 0,
+                "seq": i // 2,
+                "key": f"k{i % 5}",
+                "key_seq": i // 5,
+                "effect": "applied" if generation == 1 else "duplicate",
+                "apply_order": n if generation == 1 else None,
+                "processed_ms": START_MS + 10 * i + 40 + (400 if generation == 2 else 0),
+            }
+        )
+        if i % 50 == 49 and generation == 1:
+            commits += [
+                {
+                    "run_id": run_id,
+                    "consumer": 0,
+                    "consumer_session": "c" * 32,
+                    "member_id": "m1",
+                    "generation": 1 if i < 120 else 2,
+                    "commit": i // 50,
+                    "trigger": "every",
+                    "partition": partition,
+                    "offset": i // 2 + 1,
+                    "error": None,
+                    "committed_ms": START_MS + 10 * i + 50,
+                }
+                for partition in (0, 1)
+            ]
+    pq.write_table(
+        pa.Table.from_pylist(processed, schema=PROCESSED_SCHEMA),
+        run.processed_file(0, "c" * 32),
+    )
+    pq.write_table(
+        pa.Table.from_pylist(commits, schema=COMMITS_SCHEMA), run.commits_file(0, "c" * 32)
     )
 
 
@@ -114,6 +171,8 @@ def make_run(
     )
     run.write_info(info)
     _history(run, run_id)
+    if mode is not None:
+        _consumption(run, run_id)
     for ts, step, kind, where, phase in (
         (500, 0, "proxy:drop-response", "kafka-1", FaultPhase.START),
         (1200, 0, "proxy:drop-response", "kafka-1", FaultPhase.END),

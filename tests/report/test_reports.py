@@ -59,6 +59,11 @@ def test_a_run_with_consumers_shows_both_halves_and_its_mode(tmp_path: Path) -> 
     for check in ("unprocessed", "redelivered", "effect_duplicate", "effect_reorder"):
         assert f'data-check="{check}"' in consumer
     assert '"redelivered": 5' in html.split('id="metrics-consumption"')[1].split("</tr>")[0]
+    figure = html.split('id="consumer-figure"')[1].split("</svg>")[0]
+    for drawn in ("processings / s", "committed lag (records)", "partition 1", "gen 2"):
+        assert drawn in figure
+    for effect in ("applied", "duplicate", "redelivered"):
+        assert effect in figure
     index = write_nightly_report([run], name="night", reports=tmp_path / "reports")
     assert 'data-scenario="consumer-crash-before-commit.commit-after"' in index.read_text()
 
@@ -80,6 +85,7 @@ def test_a_transactional_run_shows_its_transactions_half_and_figures(tmp_path: P
     for check in ("aborted_read", "lost_committed", "committed_duplicate", "torn_transaction"):
         assert f'data-check="{check}"' in transactions
     assert 'id="consumer-half"' not in html
+    assert 'id="consumer-figure"' not in html
     figures = html.split('id="metrics-transactions"')[1].split("</tr>")[0]
     assert "8 committed" in figures
     assert "records of aborted transactions in the log: 40" in figures

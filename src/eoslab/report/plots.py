@@ -1,9 +1,11 @@
-"""Throughput and latency over a run, with the nemesis' fault windows drawn on them.
+"""Throughput and latency over a run, and its consumer half, with the nemesis' fault windows
+drawn on them.
 
-Drawn from the history (acks per second by ``ack_ms``, latency of acked sends by ``send_ms``)
-and ``faults.jsonl`` (a window from each ``start`` to its ``end``, a line for an ``instant``),
-on the run's own clock: seconds since its first send. Figures are inline SVG, so a report
-stays one self-contained file.
+Drawn from the history (acks per second by ``ack_ms``, latency of acked sends by ``send_ms``),
+the consumption ledger (processings per second by what they did to the sink, redeliveries, the
+committed lag per partition, the group generations) and ``faults.jsonl`` (a window from each
+``start`` to its ``end``, a line for an ``instant``), on the run's own clock: seconds since its
+first send. Figures are inline SVG, so a report stays one self-contained file.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from eoslab.fault_events import FaultPhase, read_events
 from eoslab.rundir import RunDir
 
 FAULT_COLOUR = "#d62728"
+GENERATION_COLOUR = "#7f7f7f"
+MAX_LAG_LINES = 8
+"""Partitions drawn one line each in the lag plot; more are drawn as their sum."""
 BINS = 60
 MIN_BIN_S = 0.1
 
@@ -60,17 +65,53 @@ def fault_windows(faults_jsonl: Path) -> list[FaultWindow]:
     return sorted(windows, key=lambda w: w.start_ms)
 
 
-def _history(history_dir: Path) -> dict[str, np.ndarray] | None:
-    files = sorted(history_dir.glob("*.parquet"))
+def _columns(
+    folder: Path, columns: list[str], where: ds.Expression | None = None
+) -> dict[str, np.ndarray] | None:
+    """The columns of a run-directory folder of Parquet files, None when it holds no row."""
+    files = sorted(folder.glob("*.parquet"))
     if not files:
         return None
     table = ds.dataset([str(f) for f in files], format="parquet").to_table(
-        columns=["outcome", "send_ms", "ack_ms", "latency_ms"],
-        filter=ds.field("outcome") == "ack",
+        columns=columns, filter=where
     )
     if table.num_rows == 0:
         return None
     return {name: table.column(name).to_numpy(zero_copy_only=False) for name in table.column_names}
+
+
+def _history(history_dir: Path) -> dict[str, np.ndarray] | None:
+    return _columns(
+        history_dir,
+        ["outcome", "partition", "offset", "send_ms", "ack_ms", "latency_ms"],
+        ds.field("outcome") == "ack",
+    )
+
+
+def _bins(end_s: float) -> tuple[np.ndarray, float]:
+    """Bin edges over [0, end_s] and their width."""
+    width_s = max(MIN_BIN_S, end_s / BINS)
+    return np.arange(0, end_s + 2 * width_s, width_s), width_s
+
+
+def _draw_faults(axes: list[Any], faults_jsonl: Path, origin: int, end_s: float) -> None:
+    """The fault windows on every axis, labelled on the first."""
+    for window in fault_windows(faults_jsonl):
+        start = (window.start_ms - origin) / 1000
+        for axis in axes:
+            if window.end_ms is None:
+                axis.axvline(start, color=FAULT_COLOUR, linewidth=1)
+            else:
+                end = end_s if window.end_ms < 0 else (window.end_ms - origin) / 1000
+                axis.axvspan(start, end, color=FAULT_COLOUR, alpha=0.15)
+        axes[0].annotate(
+            window.label,
+            (start, 1),
+            xycoords=("data", "axes fraction"),
+            fontsize=7,
+            color=FAULT_COLOUR,
+            va="top",
+        )
 
 
 def run_figure_svg(run_dir: Path) -> str | None:
@@ -83,8 +124,7 @@ def run_figure_svg(run_dir: Path) -> str | None:
     ack_s = (history["ack_ms"].astype(np.int64) - origin) / 1000
     send_s = (history["send_ms"].astype(np.int64) - origin) / 1000
     end_s = float(max(ack_s.max(), send_s.max()))
-    width_s = max(MIN_BIN_S, end_s / BINS)
-    edges = np.arange(0, end_s + 2 * width_s, width_s)
+    edges, width_s = _bins(end_s)
     acks, _ = np.histogram(ack_s, bins=edges)
 
     figure = Figure(figsize=(9, 5))  # no pyplot: no global state, no GUI backend
@@ -94,23 +134,137 @@ def run_figure_svg(run_dir: Path) -> str | None:
     latency.plot(send_s, history["latency_ms"], ".", markersize=2, color="#2ca02c")
     latency.set_ylabel("latency (ms)")
     latency.set_xlabel("seconds since the first send")
-    for window in fault_windows(run.faults_jsonl):
-        start = (window.start_ms - origin) / 1000
-        for axis in (throughput, latency):
-            if window.end_ms is None:
-                axis.axvline(start, color=FAULT_COLOUR, linewidth=1)
-            else:
-                end = end_s if window.end_ms < 0 else (window.end_ms - origin) / 1000
-                axis.axvspan(start, end, color=FAULT_COLOUR, alpha=0.15)
-        throughput.annotate(
-            window.label,
-            (start, 1),
-            xycoords=("data", "axes fraction"),
-            fontsize=7,
-            color=FAULT_COLOUR,
-            va="top",
-        )
+    _draw_faults([throughput, latency], run.faults_jsonl, origin, end_s)
     return _inline_svg(figure)
+
+
+def consumer_figure_svg(run_dir: Path) -> str | None:
+    """The SVG of the run's consumer half, or None when no consumer processed a record:
+    processings per second by their effect on the sink, with redeliveries (a message processed
+    again); the committed lag per partition (acknowledged records past the group's committed
+    offset); the generations the group went through (a dashed line where a newer one first
+    shows) and the fault windows."""
+    run = RunDir(run_dir)
+    history = _history(run.history_dir)
+    processed = _columns(run.processed_dir, ["message_id", "effect", "generation", "processed_ms"])
+    if history is None or processed is None:
+        return None
+    commits = _columns(
+        run.commits_dir,
+        ["partition", "offset", "generation", "committed_ms"],
+        ds.field("error").is_null(),
+    )
+    origin = int(history["send_ms"].min())
+    processed_s = (processed["processed_ms"].astype(np.int64) - origin) / 1000
+    end_s = float(
+        max(processed_s.max(), (history["ack_ms"].astype(np.int64) - origin).max() / 1000)
+    )
+    edges, width_s = _bins(end_s)
+
+    figure = Figure(figsize=(9, 5))
+    rate, lag = figure.subplots(2, 1, sharex=True)
+    for effect in sorted(set(processed["effect"].tolist())):
+        counts, _ = np.histogram(processed_s[processed["effect"] == effect], bins=edges)
+        rate.step(edges[:-1], counts / width_s, where="post", label=effect)
+    again = _repeats(processed["message_id"], processed["processed_ms"])
+    if again.any():
+        counts, _ = np.histogram(processed_s[again], bins=edges)
+        rate.step(edges[:-1], counts / width_s, where="post", color="#000000", label="redelivered")
+    rate.set_ylabel("processings / s")
+    rate.legend(loc="upper right", fontsize=7)
+    _draw_lag(lag, history, commits, origin, edges)
+    lag.set_ylabel("committed lag (records)")
+    lag.set_xlabel("seconds since the first send")
+    _draw_generations([rate, lag], processed, commits, origin)
+    _draw_faults([rate, lag], run.faults_jsonl, origin, end_s)
+    return _inline_svg(figure)
+
+
+def _repeats(message_ids: np.ndarray, processed_ms: np.ndarray) -> np.ndarray:
+    """Which processings were of a message processed before (by time; foreign records, without
+    a message id, never)."""
+    seen: set[str] = set()
+    repeat = np.zeros(len(message_ids), dtype=bool)
+    for i in np.argsort(processed_ms, kind="stable"):
+        message = message_ids[i]
+        if message is None:
+            continue
+        repeat[i] = message in seen
+        seen.add(message)
+    return repeat
+
+
+def _draw_lag(
+    axis: Any,
+    history: dict[str, np.ndarray],
+    commits: dict[str, np.ndarray] | None,
+    origin: int,
+    edges: np.ndarray,
+) -> None:
+    """Per partition, at each bin edge: the end of the acknowledged log (the highest offset
+    acknowledged by then, plus one) less the last successfully committed offset by then."""
+    at_ms = origin + edges * 1000
+    lags: dict[int, np.ndarray] = {}
+    for partition in sorted(set(history["partition"].tolist())):
+        mine = history["partition"] == partition
+        acked = _last_by(
+            history["ack_ms"][mine], history["offset"][mine] + 1, at_ms, running_max=True
+        )
+        committed = np.zeros(len(at_ms))
+        if commits is not None:
+            theirs = commits["partition"] == partition
+            committed = _last_by(commits["committed_ms"][theirs], commits["offset"][theirs], at_ms)
+        lags[partition] = np.maximum(acked - committed, 0)
+    if len(lags) > MAX_LAG_LINES:
+        axis.plot(edges, sum(lags.values()), label=f"all {len(lags)} partitions")
+    else:
+        for partition, values in lags.items():
+            axis.plot(edges, values, label=f"partition {partition}")
+    axis.legend(loc="upper right", fontsize=7)
+
+
+def _last_by(
+    ts_ms: np.ndarray, values: np.ndarray, at_ms: np.ndarray, *, running_max: bool = False
+) -> np.ndarray:
+    """At each of ``at_ms``: the value of the last event at or before it (0 before any), or,
+    with ``running_max``, the largest value so far."""
+    order = np.argsort(ts_ms.astype(np.int64), kind="stable")
+    ts, vals = ts_ms.astype(np.int64)[order], values.astype(np.int64)[order]
+    if running_max and len(vals):
+        vals = np.maximum.accumulate(vals)
+    index = np.searchsorted(ts, at_ms, side="right") - 1
+    return np.where(index >= 0, vals[np.maximum(index, 0)] if len(vals) else 0, 0)
+
+
+def _draw_generations(
+    axes: list[Any],
+    processed: dict[str, np.ndarray],
+    commits: dict[str, np.ndarray] | None,
+    origin: int,
+) -> None:
+    """A dashed line where each newer group generation (member epoch under KIP-848) first
+    shows, in a processing or a commit; the first one is not marked."""
+    times = [processed["processed_ms"]] + ([commits["committed_ms"]] if commits else [])
+    generations = [processed["generation"]] + ([commits["generation"]] if commits else [])
+    ts = np.concatenate([t.astype(np.int64) for t in times])
+    gen = np.concatenate([g.astype(np.int64) for g in generations])
+    newest = -1
+    for i in np.argsort(ts, kind="stable"):
+        if gen[i] <= newest:
+            continue
+        if newest >= 0:
+            at = (ts[i] - origin) / 1000
+            for axis in axes:
+                axis.axvline(at, color=GENERATION_COLOUR, linestyle="--", linewidth=1)
+            axes[-1].annotate(
+                f"gen {gen[i]}",
+                (at, 0),
+                xycoords=("data", "axes fraction"),
+                fontsize=7,
+                color=GENERATION_COLOUR,
+                va="bottom",
+            )
+        newest = int(gen[i])
 
 
 def trend_figure_svg(nights: list[dict[str, Any]]) -> str | None:

@@ -23,7 +23,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from eoslab.probe.every_flow import FlowSummary
 from eoslab.report.junit import junit_xml
 from eoslab.report.outcome import HALVES, RunOutcome, Status, latest_per_cell, load_outcome
-from eoslab.report.plots import run_figure_svg, trend_figure_svg
+from eoslab.report.plots import consumer_figure_svg, run_figure_svg, trend_figure_svg
 from eoslab.rundir import RunDir, VerdictStatus
 from eoslab.settings import lab_dir, reports_root
 
@@ -125,6 +125,7 @@ def write_run_report(run_dir: Path, reports: Path | None = None) -> Path:
             matrix=_matrix([outcome], page_dir, root),
             anomalies=_anomaly_rows(outcome),
             figure=run_figure_svg(run.path),
+            consumer_figure=consumer_figure_svg(run.path),
             links={name: href for name, href in links.items() if href},
             generated=_now(),
         )

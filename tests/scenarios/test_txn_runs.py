@@ -1,7 +1,7 @@
 """The transaction scenarios of the catalogue on the real lab, through the checker: a
 transactional workload with commits and aborts conforms (nothing aborted read, nothing committed
 lost, torn, read twice or read early), with the transaction coordinator killed mid-transaction
-too, and the negative control (a read_uncommitted consumer) is caught reading aborted records.
+and with its answers to AddPartitionsToTxn and EndTxn lost, and the negative control (a read_uncommitted consumer) is caught reading aborted records.
 The naive checker counts the same anomalies as Spark on every run."""
 
 from __future__ import annotations
@@ -92,6 +92,19 @@ def test_txn_coordinator_kill_conforms(
     (kill,) = result.info.faults
     assert kill.took_effect
     assert outcomes(result.run_dir)["committed"] > 0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_txn_lost_answers_conforms(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
+) -> None:
+    result, _ = run_and_check(lab, spark, tmp_path, "txn-lost-answers", target)
+    add, end = result.info.faults
+    assert "AddPartitionsToTxn" in add.evidence, add.evidence
+    assert "EndTxn" in end.evidence, end.evidence
+    counted = outcomes(result.run_dir)
+    assert counted["committed"] > 0
+    assert counted.get("indeterminate", 0) == 0  # every lost answer was asked again, and answered
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -49,6 +49,7 @@ CATALOGUE = [
     "idempotent-stale-skip",
     "txn-baseline",
     "txn-coordinator-kill",
+    "txn-lost-answers",
     "txn-read-uncommitted",
 ]
 

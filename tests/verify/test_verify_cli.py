@@ -101,6 +101,15 @@ def test_an_unreachable_spark_connect_server_is_one_line(tmp_path: Path) -> None
     assert done.stderr.splitlines() == [f"error: no Spark Connect server answers at {remote}"]
 
 
+def test_a_folder_without_run_json_is_not_a_run_directory(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    done = eoslab(tmp_path, {}, "verify", "--master", "local[2]", "empty")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "error: empty/run.json: not found: empty is not a run directory"
+    ]
+
+
 @pytest.mark.parametrize(
     ("command", "code"),
     [(("verify", "--master", "local[2]"), 2), (("report", "run"), 1), (("report", "nightly"), 1)],

@@ -68,17 +68,19 @@ def verify(
     from eoslab.verify.topic_reader import TopicGoneError, require_topic
 
     from_topic = from_topic or bootstrap is not None
+    remote = None if master else remote or default_remote()
+    if remote and not answers(remote):
+        raise fail(f"no Spark Connect server answers at {remote}", code=2)
     run = RunDir(run_dir)
+    if not run.run_json.is_file():
+        raise fail(f"{run.run_json}: not found: {run_dir} is not a run directory", code=2)
     try:  # before a Spark starts: a run that cannot be read is told in a second
         require_topic(run, run.read_info(), bootstrap=bootstrap, from_topic=from_topic)
     except (TopicGoneError, RunDirError, ValidationError, FileNotFoundError) as error:
         raise fail(error, code=2) from error
     except KafkaException as error:
         raise fail(f"cannot read the run's topic: {error.args[0].str()}", code=2) from None
-    remote = None if master else remote or default_remote()
     if remote:
-        if not answers(remote):
-            raise fail(f"no Spark Connect server answers at {remote}", code=2)
         console.print(f"checking on the Spark Connect server {remote}")
     else:
         why = "" if master else "; no warm Spark is up"

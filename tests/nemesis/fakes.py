@@ -98,6 +98,35 @@ class FakeWorkload:
         self.calls.append(("restart", producer))
         return SessionInfo(session_id=f"s{len(self.calls)}", producer=producer, started_ms=0)
 
+    # the zombie: session "z" frozen, "n" its successor
+    freezes = True
+    """False: the session never freezes in an open transaction (it ended first)."""
+    fenced = True
+    """False: the resumed zombie is not fenced: it commits and ends without a fatal error."""
+
+    def freeze_mid_transaction(self, producer: int) -> tuple[SessionInfo, dict[str, Any] | None]:
+        self.calls.append(("freeze", producer))
+        frozen = {"open_txn": {"txn": 7, "acked": 3, "left": 17}, "producer_id": 4}
+        zombie = SessionInfo(session_id="z" * 32, producer=producer, started_ms=0)
+        return zombie, {**frozen, "producer_epoch": 0} if self.freezes else None
+
+    def take_over(self, producer: int) -> SessionInfo:
+        self.calls.append(("take_over", producer))
+        return SessionInfo(session_id="n" * 32, producer=producer, started_ms=0)
+
+    def resume(self, session_id: str) -> None:
+        self.calls.append(("resume", session_id.count("z") // 32))
+
+    def await_end(self, session_id: str, timeout_s: float) -> SessionInfo:
+        fatal = "_FENCED" if self.fenced else None
+        return SessionInfo(session_id=session_id, producer=0, started_ms=0, fatal=fatal)
+
+    def progress(self, session_id: str) -> dict[str, Any]:
+        return {"producer_id": 4, "producer_epoch": 0 if session_id[0] == "z" else 2, "sent": 20}
+
+    def transaction_settled(self, session_id: str, txn: int) -> dict[str, Any]:
+        return {"outcome": "aborted" if self.fenced else "committed", "error": None}
+
 
 class FakeConsumers:
     group = "eoslab-fake"

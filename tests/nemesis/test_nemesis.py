@@ -46,13 +46,16 @@ class Lab:
             consumers=self.consumers,  # type: ignore[arg-type]
         )
 
-    def steps(self, target: LabTarget, *nemesis: dict[str, Any]) -> list[ResolvedStep]:
+    def steps(
+        self, target: LabTarget, *nemesis: dict[str, Any], transactional: bool = False
+    ) -> list[ResolvedStep]:
+        transactions = {"transactions": {}} if transactional else {}
         scenario = parse_scenario(
             {
                 "name": "fake",
                 "description": "d",
                 "targets": [target],
-                "workload": {"producers": 2},
+                "workload": {"producers": 2, **transactions},
                 "consumers": {"consumers": 2, "mode": "dedup-table"},
                 "nemesis": list(nemesis),
             },
@@ -306,6 +309,67 @@ def test_producer_crashes_restart_at_once_or_after_their_duration(tmp_path: Path
     assert first.took_effect
     assert first.observed["in_flight"] == 5
     assert second.observed["restarted"] == "s4"
+
+
+ZOMBIE = {"kind": "producer-zombie", "at": 0, "producer": 1, "duration": 4}
+
+
+def test_a_zombie_producer_is_frozen_mid_transaction_taken_over_and_fenced(
+    tmp_path: Path,
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    (zombie,) = lab.steps("kafka", ZOMBIE, transactional=True)
+    lab.nemesis.start(zombie)
+    assert lab.workload.calls == [("freeze", 1), ("take_over", 1)]
+    (effect,) = lab.effects(zombie)
+    assert not effect.took_effect  # not until the zombie is seen fenced
+    lab.nemesis.end(zombie)
+    assert lab.workload.calls[-1] == ("resume", 1)
+    assert [e[1:] for e in lab.logged()] == [("producer-1", "start"), ("producer-1", "end")]
+    (effect,) = lab.effects(zombie)
+    assert effect.took_effect, effect.evidence
+    assert "in transaction 7 (producer (4, 0)); session nnnnnnnn initialised (4, 2)" in (
+        effect.evidence
+    )
+    assert effect.evidence.endswith("the zombie ended on _FENCED, its transaction aborted")
+    assert effect.observed["zombie_txn_outcome"] == "aborted"
+
+
+def test_a_zombie_producer_that_is_not_fenced_did_not_take_effect(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.workload.fenced = False
+    (zombie,) = lab.steps("kafka", ZOMBIE, transactional=True)
+    lab.nemesis.start(zombie)
+    lab.nemesis.end(zombie)
+    (effect,) = lab.effects(zombie)
+    assert not effect.took_effect
+    assert "its transaction committed" in effect.evidence
+    assert effect.evidence.endswith("the resumed zombie ended on no fatal error, not fenced")
+
+
+def test_a_producer_that_never_freezes_is_no_zombie_and_is_not_taken_over(
+    tmp_path: Path,
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.workload.freezes = False
+    (zombie,) = lab.steps("kafka", ZOMBIE, transactional=True)
+    lab.nemesis.start(zombie)
+    lab.nemesis.heal()  # wakes it, in case it froze after all
+    assert lab.workload.calls == [("freeze", 1), ("resume", 1)]
+    (effect,) = lab.effects(zombie)
+    assert not effect.took_effect
+    assert "never froze in an open transaction" in effect.evidence
+
+
+def test_a_zombie_producer_needs_transactional_producers_and_an_end(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "kafka")
+    with pytest.raises(ScenarioError, match="kind: producer-zombie needs transactional producers"):
+        lab.steps("kafka", ZOMBIE)
+    with pytest.raises(ScenarioError, match="duration: a producer zombie needs a duration"):
+        lab.steps("kafka", {**ZOMBIE, "duration": None}, transactional=True)
+    with pytest.raises(ScenarioError, match="producer: 2, but the workload has 2 producer"):
+        lab.steps("kafka", {**ZOMBIE, "producer": 2}, transactional=True)
+    assert lab.steps("kafka", ZOMBIE, transactional=True)[0].duration_s == 4
 
 
 def test_consumer_steps_crash_freeze_and_churn_the_group(tmp_path: Path) -> None:

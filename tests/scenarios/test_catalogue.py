@@ -94,7 +94,13 @@ CHECKED_ELSEWHERE = {
     "controller-kill": "tests/scenarios/test_kafka4_runs.py (on Kafka 4: the quorum's leader "
     "killed, a new one elected, nothing lost)",
     **dict.fromkeys(
-        ("txn-baseline", "txn-coordinator-kill", "txn-lost-answers", "txn-read-uncommitted"),
+        (
+            "txn-baseline",
+            "txn-coordinator-kill",
+            "txn-lost-answers",
+            "txn-read-uncommitted",
+            "txn-zombie-producer",
+        ),
         "tests/scenarios/test_txn_runs.py (on every target, the naive checker equal to Spark)",
     ),
 }

@@ -51,6 +51,7 @@ CATALOGUE = [
     "txn-coordinator-kill",
     "txn-lost-answers",
     "txn-read-uncommitted",
+    "txn-zombie-producer",
 ]
 
 
@@ -210,6 +211,11 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
             {"nemesis": [{"kind": "producer-crash", "at": 1, "producer": 3}]},
             "nemesis.0.producer",
             "the workload has 1 producer",
+        ),
+        (
+            {"nemesis": [{"kind": "producer-zombie", "at": 1, "duration": 2}]},
+            "nemesis.0.kind",
+            "producer-zombie needs transactional producers (workload.transactions)",
         ),
         (
             {"nemesis": [{"kind": "refbroker", "at": 1, "fault": {"kind": "crash-restart"}}]},

@@ -1,7 +1,9 @@
 """The transaction scenarios of the catalogue on the real lab, through the checker: a
 transactional workload with commits and aborts conforms (nothing aborted read, nothing committed
 lost, torn, read twice or read early), with the transaction coordinator killed mid-transaction
-and with its answers to AddPartitionsToTxn and EndTxn lost, and the negative control (a read_uncommitted consumer) is caught reading aborted records.
+and with its answers to AddPartitionsToTxn and EndTxn lost, and with a zombie producer fenced by
+a new session of its transactional id, and the negative control (a read_uncommitted consumer) is
+caught reading aborted records.
 The naive checker counts the same anomalies as Spark on every run."""
 
 from __future__ import annotations
@@ -116,3 +118,30 @@ def test_txn_read_uncommitted_is_caught(
     assert aborted_read.observed == 10 * outcomes(result.run_dir)["aborted"]
     assert aborted_read.examples  # located: transaction, record and offset
     assert {"transactional_id", "txn", "offset"} <= aborted_read.examples[0].keys()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_txn_zombie_producer_is_fenced(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
+) -> None:
+    result, verdict = run_and_check(lab, spark, tmp_path, "txn-zombie-producer", target)
+    (zombie,) = result.info.faults
+    assert zombie.took_effect, zombie.evidence
+    observed = zombie.observed
+    assert observed["zombie_fatal"] == "_FENCED"
+    assert observed["zombie_txn_outcome"] != "committed"  # a fenced zombie cannot commit
+    assert observed["open_txn"]["acked"] > 0  # its open transaction had records in the log
+    assert observed["open_txn"]["left"] > 0  # and some to send late, after the fence
+    zombie_session, successor = result.info.sessions
+    assert zombie_session.fatal == "_FENCED"
+    assert successor.fatal is None
+    # the share is sent once: the successor took over what the zombie had not begun
+    assert sum(len(records) for records in _ledger_records(result.run_dir)) == 1500
+    fatal = {c.name: c.observed for c in verdict.checks if c.name.startswith("fatal.")}
+    assert fatal == {"fatal._FENCED": 1, "fatal.unexpected": 0}
+
+
+def _ledger_records(run_dir: RunDir) -> list[list[object]]:
+    table = ds.dataset(run_dir.transactions_dir, format="parquet").to_table(columns=["records"])
+    records: list[list[object]] = table.column("records").to_pylist()
+    return records

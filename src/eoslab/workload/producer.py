@@ -23,6 +23,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -237,14 +238,31 @@ class ProducerSession:
 
     def _finish(self) -> None:
         timeout_s = PURGE_GRACE_S if self.fatal is not None else self.spec.flush_timeout_s
-        left = self._guarded(lambda: self.producer.flush(timeout_s))
+        left = self._drain(timeout_s)
         if left or left is None:
             self._guarded(lambda: self.producer.purge(in_queue=True, in_flight=True))
-            self._guarded(lambda: self.producer.flush(PURGE_GRACE_S))
+            self._drain(PURGE_GRACE_S)
         self.history.flush()
         self.journal.close()
         self._await_final_stats()
         self._progress(done=True)
+
+    def _drain(self, timeout_s: float) -> int | None:
+        """``flush()``, as a loop of polls: the messages left after ``timeout_s`` (None when a
+        fatal error was raised, and recorded). Not ``flush()`` itself: confluent-kafka raises a
+        fatal error from inside the call serving librdkafka's callbacks, and where ``poll()``
+        then returns, ``flush()`` goes on serving delivery reports with the exception set, which
+        fail (``SystemError: <built-in function time_ns> returned a result with an exception
+        set``, confluent-kafka 2.16.1: a fenced zombie's late writes refused), their outcomes
+        lost. Unlike ``flush()`` it does not cut ``linger.ms`` short for what is queued."""
+        deadline = time.monotonic() + timeout_s
+        while (left := len(self.producer)) > 0:
+            wait_s = min(deadline - time.monotonic(), 0.05)
+            if wait_s <= 0:
+                return left
+            if self._guarded(partial(self.producer.poll, wait_s)) is None:
+                return None
+        return 0
 
     def _await_final_stats(self) -> None:
         """One more statistics sample after the flush: the session's final counters."""
@@ -261,16 +279,21 @@ class ProducerSession:
 
     def _progress(self, *, done: bool) -> None:
         self._last_progress = time.monotonic()
-        line = {
+        sys.stdout.write(json.dumps(self._progress_line(done=done)) + "\n")
+        sys.stdout.flush()
+
+    def _progress_line(self, *, done: bool) -> dict[str, Any]:
+        """What the supervisor learns of the session (its last line is the session's end)."""
+        return {
             **self.counts,
             "done": done,
             "fatal": self.fatal,
             "fatal_reason": self.fatal_reason,
             "unsent": self.planned_left,
             "epoch_bumps": self._epoch,
+            "producer_id": self.producer_id,
+            "producer_epoch": None if self.producer_id is None else self._epoch,
         }
-        sys.stdout.write(json.dumps(line) + "\n")
-        sys.stdout.flush()
 
     def stop(self, *_: object) -> None:
         self.stopping = True

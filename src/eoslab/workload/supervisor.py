@@ -9,12 +9,20 @@ With ``transactions`` in the spec the sessions are transactional
 (``python -m eoslab.workload.transactional``): producer ``i`` has the transactional id
 :func:`transactional_id` in every session, so a restart fences the session before it, and
 whenever a session ends, however it ends, its transaction journal is sealed into the ledger.
+
+A transactional session can also be made a zombie (:meth:`Workload.freeze_mid_transaction`,
+:meth:`Workload.take_over`, :meth:`Workload.resume`): frozen inside an open transaction while a
+newer session of the same producer runs beside it. The newer session takes what is left of the
+share but for every record of the transactions the frozen one began (it sends the rest of its
+open transaction when resumed, and begins no other: :mod:`eoslab.workload.transactional`).
 """
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
+from typing import Any
 
 from eoslab.clock import now_ms, wait_until
 from eoslab.run_context import RunContext
@@ -24,9 +32,12 @@ from eoslab.workload.ledger import read_journal, settle_killed_session
 from eoslab.workload.producer import SessionSpec
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
 from eoslab.workload.spec import WorkloadSpec
-from eoslab.workload.txn_ledger import seal_transactions
+from eoslab.workload.transactional import ARM_FREEZE, FROZEN
+from eoslab.workload.txn_ledger import begun_records, read_events, seal_transactions
 
 STOP_GRACE_S = 10.0
+ARM_TIMEOUT_S = 10.0
+"""How long an armed freeze point may wait for the session's next transaction in the log."""
 
 
 def transactional_id(run_id: str, producer: int) -> str:
@@ -82,6 +93,50 @@ class Workload:
             raise WorkloadError(f"producer {producer} is still running")
         return self._launch(producer).info
 
+    def freeze_mid_transaction(
+        self, producer: int, timeout_s: float = ARM_TIMEOUT_S
+    ) -> tuple[SessionInfo, dict[str, Any] | None]:
+        """Arm the running transactional session's freeze point: it stops itself (SIGSTOP) in
+        an open transaction with a record acknowledged, before that transaction's commit or
+        abort is asked for. Returns the session and, once it has frozen, its progress line then
+        (``open_txn``, ``producer_id``, ``producer_epoch``); None if it did not freeze within
+        ``timeout_s`` (it ended first, or no record of a transaction was acknowledged)."""
+        if self.spec.transactions is None:
+            raise WorkloadError("only a transactional session freezes mid-transaction")
+        session = self._sessions.current(producer)
+        if session is None or not session.process.running:
+            raise WorkloadError(f"producer {producer} has no running session to freeze")
+        session.process.signal(ARM_FREEZE)
+        wait_until(lambda: self._frozen(session) or not session.process.running, timeout_s, 0.05)
+        return session.info, dict(session.process.progress) if self._frozen(session) else None
+
+    def take_over(self, producer: int) -> SessionInfo:
+        """A new session of the producer while its current one is frozen mid-transaction (the
+        same transactional id: its init_transactions fences the frozen one)."""
+        current = self._sessions.current(producer)
+        if current is None or not self._frozen(current):
+            raise WorkloadError(f"producer {producer} has no frozen session to take over from")
+        return self._launch(producer).info
+
+    def resume(self, session_id: str) -> None:
+        """SIGCONT a session (a frozen one wakes up; a running one does not notice)."""
+        self._session(session_id).process.signal(signal.SIGCONT)
+
+    def await_end(self, session_id: str, timeout_s: float) -> SessionInfo | None:
+        """The session once it has ended (its on-exit accounting done), None after the timeout."""
+        session = self._session(session_id)
+        return session.info if wait_until(lambda: session.process.finished, timeout_s) else None
+
+    def progress(self, session_id: str) -> dict[str, Any]:
+        """The session's last progress line."""
+        return dict(self._session(session_id).process.progress)
+
+    def transaction_settled(self, session_id: str, txn: int) -> dict[str, Any] | None:
+        """How the session's transaction ``txn`` was settled (its journal's ``settled`` event:
+        outcome, error, producer id and epoch), None if it never was."""
+        events = read_events(self.run_dir.txn_journal_file(session_id))
+        return next((e for e in events if e["event"] == "settled" and e["txn"] == txn), None)
+
     def stop(self) -> None:
         """SIGTERM every running session (they finish cleanly), SIGKILL after a grace."""
         stop_all((s.process for s in self._sessions.all()), STOP_GRACE_S)
@@ -125,9 +180,28 @@ class Workload:
         return self._sessions.failures()
 
     # ---------------------------------------------------------------- internals
+    @staticmethod
+    def _frozen(session: Session[SessionInfo]) -> bool:
+        return bool(session.process.running and session.process.progress.get("state") == FROZEN)
+
+    def _session(self, session_id: str) -> Session[SessionInfo]:
+        found = [s for s in self._sessions.all() if s.info.session_id == session_id]
+        if not found:
+            raise WorkloadError(f"no producer session {session_id}")
+        return found[0]
+
+    def _claimed(self, session: Session[SessionInfo]) -> int:
+        """How much of its producer's share a session took: the records it sent; while it is
+        alive (a frozen zombie), at least every record of the transactions it began, since it
+        still sends the rest of its open one (and begins no other)."""
+        session_id = session.info.session_id
+        sent = len(read_journal(self.run_dir.journal_file(session_id)))
+        if self.spec.transactions is None or not session.process.running:
+            return sent
+        return max(sent, begun_records(read_events(self.run_dir.txn_journal_file(session_id))))
+
     def _remaining(self, producer: int) -> tuple[int | None, float | None]:
-        earlier = self._sessions.of(producer)
-        sent = sum(len(read_journal(self.run_dir.journal_file(s.info.session_id))) for s in earlier)
+        sent = sum(self._claimed(s) for s in self._sessions.of(producer))
         share = self.spec.records_of(producer)
         records = None if share is None else max(0, share - sent)
         duration = self.spec.duration_s

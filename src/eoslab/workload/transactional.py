@@ -17,15 +17,29 @@ abort asked for); a fatal error (fenced, ...) ends it ``indeterminate`` and the 
 idempotent session ends on a fatal error; a commit with no answer in the bound is
 ``indeterminate`` too and ends the session (no new transaction may begin while one is open).
 An abort that gets no answer is still ``aborted``: no commit was asked for.
+
+The zombie (nemesis step ``producer-zombie``): :data:`ARM_FREEZE` arms the session's freeze
+point: at its next record sent that is not its transaction's last, it waits (bounded) for a
+record of that transaction to be in the log (acknowledged), then stops itself (SIGSTOP), the
+transaction open, the rest of its records unsent and its commit or abort not asked for. The
+supervisor then starts a newer session of the same producer, which fences this one. Resumed
+(SIGCONT), the session is *superseded*: it sends the rest of the transaction it had open (its
+late writes) and then asks for its commit or abort; the broker must refuse the first of these as
+fenced (a fatal error: the session ends on it, as on any fatal error). It begins no other
+transaction even if nothing fences it (a broker bug): the records it had not begun belong to the
+newer session (``handed_over`` on its last progress line), so the producer's share is sent once
+whatever the broker does.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -39,6 +53,12 @@ from eoslab.workload.txn_ledger import ABORT, COMMIT, TransactionJournal
 RETRY_PAUSE_S = 0.2
 CALL_TRIES = 4
 """A retriable init, commit or abort is tried this often (each bounded by call_timeout_s)."""
+ARM_FREEZE = signal.SIGUSR1
+"""Arms the session's freeze point (the zombie of ``producer-zombie``)."""
+FREEZE_ACK_WAIT_S = 5.0
+"""How long an armed session waits for its transaction's first acknowledgement to freeze."""
+FROZEN = "frozen"
+"""The ``state`` of the session's progress line written just before it stops itself."""
 
 
 class TransactionalSession(ProducerSession):
@@ -61,6 +81,13 @@ class TransactionalSession(ProducerSession):
         self._choices = random.Random(
             f"transactions:{spec.seed}:{spec.producer}:{spec.session_index}"
         )
+        self.state = "running"
+        self.freeze_armed = False
+        self.superseded = False
+        """Frozen at its freeze point and resumed: it ends with the transaction it had open."""
+        self.open_txn: dict[str, int] | None = None
+        """At the freeze point: the open transaction, its records acknowledged and left to send."""
+        self.handed_over = 0
 
     # ---------------------------------------------------------------- librdkafka's calls
     def _call(self, call: Callable[[], object]) -> KafkaError | None:
@@ -94,7 +121,7 @@ class TransactionalSession(ProducerSession):
         started = time.monotonic()
         deadline = started + spec.duration_s if spec.duration_s is not None else None
         sent, txn = 0, 0
-        while not self.stopping and self.fatal is None:
+        while not self.stopping and self.fatal is None and not self.superseded:
             left = None if spec.records is None else spec.records - sent
             if left is not None and left <= 0:
                 break
@@ -106,7 +133,10 @@ class TransactionalSession(ProducerSession):
             self._transaction(txn, records, lambda n: started + n / spec.rate if spec.rate else 0)
             txn += 1
         if spec.records is not None:
-            self.planned_left = spec.records - sent
+            if self.superseded:
+                self.handed_over = spec.records - sent
+            else:
+                self.planned_left = spec.records - sent
         self.ledger.close()
         self._finish()
 
@@ -117,8 +147,8 @@ class TransactionalSession(ProducerSession):
         intended = ABORT if self._choices.random() < self.txn.abort_ratio else COMMIT
         self.ledger.begin(txn, intended, records, now_ms())
         begun = self._call(self.producer.begin_transaction)
-        failed_before = self.counts["fail"]
-        for record in records:
+        failed_before, acked_before = self.counts["fail"], self.counts["ack"]
+        for index, record in enumerate(records):
             if begun is not None or self.stopping or self.fatal is not None:
                 self._record(record, now_ms(), Outcome.UNSENT, error="_TRANSACTION_NOT_BEGUN")
                 continue
@@ -126,17 +156,59 @@ class TransactionalSession(ProducerSession):
             self._send(record)
             self._guarded(lambda: self.producer.poll(0))
             self._housekeeping()
+            self._freeze_point(txn, acked_before, len(records) - index - 1)
         if begun is not None:
             self._settle(txn, TxnOutcome.ABORTED, begun.name())
             self.stopping = True
             return
-        self._guarded(lambda: self.producer.flush(self.spec.flush_timeout_s))
+        self._drain(self.spec.flush_timeout_s)
         cut_short = self.counts["fail"] > failed_before or self.stopping or self.fatal is not None
         if intended == COMMIT and not cut_short:
             self._commit(txn)
         else:
             self._abort(txn, None if intended == ABORT else "_TRANSACTION_CUT_SHORT")
 
+    # ---------------------------------------------------------------- the zombie
+    def arm_freeze(self, *_: object) -> None:
+        """ARM_FREEZE: freeze at the next freeze point (no I/O in a signal handler)."""
+        self.freeze_armed = True
+        self.state = "armed"
+
+    def _freeze_point(self, txn: int, acked_before: int, left: int) -> None:
+        """If armed, and transaction ``txn`` has records ``left`` to send (the late writes),
+        once it has a record acknowledged (in the log: the transaction is open at the
+        coordinator; waited for, bounded), stop here (SIGSTOP) until resumed, superseded. Armed
+        while the last record is sent or later (the flush, the commit), the session freezes in
+        its next transaction."""
+        if not self.freeze_armed or left <= 0:
+            return
+        deadline = time.monotonic() + FREEZE_ACK_WAIT_S
+        while self._live and self.counts["ack"] <= acked_before and time.monotonic() < deadline:
+            self._guarded(lambda: self.producer.poll(0.05))
+        acked = self.counts["ack"] - acked_before
+        if acked <= 0 or not self._live:
+            return
+        self.freeze_armed = False
+        self.open_txn = {"txn": txn, "acked": acked, "left": left}
+        self.state = FROZEN
+        self._progress(done=False)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        self.state = "superseded"
+        self.superseded = True
+
+    @property
+    def _live(self) -> bool:
+        return not self.stopping and self.fatal is None
+
+    def _progress_line(self, *, done: bool) -> dict[str, Any]:
+        return {
+            **super()._progress_line(done=done),
+            "state": self.state,
+            "open_txn": self.open_txn,
+            "handed_over": self.handed_over,
+        }
+
+    # ---------------------------------------------------------------- ending a transaction
     def _commit(self, txn: int) -> None:
         timeout = self.txn.call_timeout_s
         self.ledger.ending(txn, True, now_ms())
@@ -176,6 +248,7 @@ def main(argv: list[str]) -> int:
         return 2
     session = TransactionalSession(SessionSpec.model_validate_json(argv[0]))
     signal.signal(signal.SIGTERM, session.stop)
+    signal.signal(ARM_FREEZE, session.arm_freeze)
     session.run()
     return 0
 

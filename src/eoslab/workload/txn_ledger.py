@@ -96,6 +96,11 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
+def begun_records(events: list[dict[str, Any]]) -> int:
+    """How many records the transactions a session began hold (from its journal's events)."""
+    return sum(len(event["records"]) for event in events if event["event"] == "begin")
+
+
 def unsettled_outcome(ending: dict[str, Any] | None) -> TxnOutcome:
     """How a transaction without an answer ended: ``indeterminate`` once its commit was asked
     for (the coordinator may have committed it); ``aborted`` otherwise (no commit was ever asked

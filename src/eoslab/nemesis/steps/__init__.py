@@ -15,6 +15,7 @@ from eoslab.nemesis.steps.kill import KillStep
 from eoslab.nemesis.steps.pause import PauseStep
 from eoslab.nemesis.steps.probe import ProbeStep
 from eoslab.nemesis.steps.producer_crash import ProducerCrashStep
+from eoslab.nemesis.steps.producer_zombie import ProducerZombieStep
 from eoslab.nemesis.steps.proxy_fault import ProxyStep
 from eoslab.nemesis.steps.refbroker_fault import RefbrokerStep
 from eoslab.nemesis.steps.restart import RestartStep
@@ -28,6 +29,7 @@ AnyStep = Annotated[
     | ProxyStep
     | RefbrokerStep
     | ProducerCrashStep
+    | ProducerZombieStep
     | ProbeStep
     | ConsumerCrashStep
     | ConsumerPauseStep

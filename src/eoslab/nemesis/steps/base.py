@@ -198,15 +198,20 @@ class Step(BaseModel, abc.ABC):
 
 class EndingStep(Step):
     """A step whose fault lasts: until ``duration`` seconds have passed, or offset ``until``;
-    without either it lasts until the run heals."""
+    without either it lasts until the run heals (unless it :attr:`needs_end`)."""
 
     duration: float | None = Field(None, gt=0, description="seconds until the fault ends")
     until: float | None = Field(None, gt=0, description="offset (seconds) where the fault ends")
+    needs_end: ClassVar[str | None] = None
+    """What the step is called in the refusal of a file that gives it no end (a pause must
+    end); None: it may last until the run heals."""
 
     @model_validator(mode="after")
     def _coherent_end(self) -> Self:
         if self.duration is not None and self.until is not None:
             raise ValueError("until: give either duration or until, not both")
+        if self.needs_end is not None and self.duration is None and self.until is None:
+            raise ValueError(f"duration: {self.needs_end} needs a duration (or until)")
         if self.until is not None:
             if self.at is None:
                 raise ValueError("until: needs an `at` start (use duration with after_acked)")
@@ -265,6 +270,23 @@ class ServiceStep(PartitionStep):
     @property
     def service_target(self) -> str | None:
         return self.target
+
+
+class ProducerStep(EndingStep):
+    """A step that acts on one producer process of the workload."""
+
+    producer: int = Field(0, ge=0, description="the producer's index in the workload")
+
+    def misfit(self, scenario: ScenarioShape) -> str | None:
+        if self.producer >= scenario.producers:
+            return (
+                f"producer: {self.producer}, but the workload has {scenario.producers} producer(s)"
+            )
+        return None
+
+    @property
+    def who(self) -> str:
+        return f"producer-{self.producer}"
 
 
 class ConsumerStep(EndingStep):

@@ -10,9 +10,7 @@ the group moved on was only slow, and the step did not take effect."""
 from __future__ import annotations
 
 import time
-from typing import Literal, Self
-
-from pydantic import model_validator
+from typing import ClassVar, Literal
 
 from eoslab.fault_events import FaultPhase
 from eoslab.nemesis.steps.base import ConsumerStep, ResolvedStep, StepContext
@@ -20,12 +18,7 @@ from eoslab.nemesis.steps.base import ConsumerStep, ResolvedStep, StepContext
 
 class ConsumerPauseStep(ConsumerStep):
     kind: Literal["consumer-pause"]
-
-    @model_validator(mode="after")
-    def _has_end(self) -> Self:
-        if self.length_s is None:
-            raise ValueError("duration: a consumer pause needs a duration (or until)")
-        return self
+    needs_end: ClassVar[str | None] = "a consumer pause"
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         consumers = ctx.consumers()

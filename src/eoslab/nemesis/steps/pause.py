@@ -7,9 +7,7 @@ Evidence: each process was stopped by the signal, and for how long."""
 from __future__ import annotations
 
 import time
-from typing import ClassVar, Literal, Self
-
-from pydantic import model_validator
+from typing import ClassVar, Literal
 
 from eoslab.fault_events import FaultPhase
 from eoslab.nemesis.steps.base import (
@@ -26,12 +24,7 @@ from eoslab.runtime.lab import ProcessState
 class PauseStep(ServiceStep, EndingStep):
     kind: Literal["pause"]
     takes_followers: ClassVar[bool] = True
-
-    @model_validator(mode="after")
-    def _has_end(self) -> Self:
-        if self.length_s is None:
-            raise ValueError("duration: a pause needs a duration (or until)")
-        return self
+    needs_end: ClassVar[str | None] = "a pause"
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         services = ctx.services(step)

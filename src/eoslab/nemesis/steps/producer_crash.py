@@ -8,32 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
 from eoslab.fault_events import FaultPhase
-from eoslab.nemesis.steps.base import (
-    EndingStep,
-    ResolvedStep,
-    ScenarioShape,
-    StepContext,
-    start_phase,
-)
+from eoslab.nemesis.steps.base import ProducerStep, ResolvedStep, StepContext, start_phase
 
 
-class ProducerCrashStep(EndingStep):
+class ProducerCrashStep(ProducerStep):
     kind: Literal["producer-crash"]
-    producer: int = Field(0, ge=0)
-
-    def misfit(self, scenario: ScenarioShape) -> str | None:
-        if self.producer >= scenario.producers:
-            return (
-                f"producer: {self.producer}, but the workload has {scenario.producers} producer(s)"
-            )
-        return None
-
-    @property
-    def who(self) -> str:
-        return f"producer-{self.producer}"
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         crashed, in_flight = ctx.workload().crash(self.producer)

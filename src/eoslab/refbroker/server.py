@@ -78,6 +78,7 @@ class KafkaProtocolServer:
         assert task is not None
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
+        frame: bytes | None = None
         try:
             while (frame := await self._read_frame(reader)) is not None:
                 reply = await self._dispatch(frame, peer)
@@ -92,7 +93,9 @@ class KafkaProtocolServer:
         except (ConnectionError, asyncio.CancelledError):
             pass
         except Exception:  # a bug of ours: lose this connection, never the server
-            log.exception("closing connection from %s after an internal error", peer)
+            log.exception(
+                "closing connection from %s after an internal error serving %s", peer, _named(frame)
+            )
         finally:
             self._connections.pop(task, None)
             writer.transport.abort()
@@ -184,6 +187,14 @@ def _schemas(api_key: int, api_version: int) -> tuple[Any, Any]:
         return load_request_schema(api_key, api_version), load_response_schema(api_key, api_version)
     except KioIndexError:
         raise BadInputError(f"{api_name(api_key)} v{api_version} has no schema") from None
+
+
+def _named(frame: bytes | None) -> str:
+    """ "Metadata v13": the API and version of a request frame, for the log."""
+    if frame is None or len(frame) < HEADER_PREFIX.size:
+        return "no request"
+    api_key, api_version, _ = HEADER_PREFIX.unpack_from(frame)
+    return f"{api_name(api_key)} v{api_version}"
 
 
 def _frame(correlation_id: int, response: Any) -> bytes:

@@ -219,3 +219,19 @@ def test_metadata_before_v12_refuses_null_names_and_topic_ids_as_kafka_does(
             (t.name or "", ErrorCode.invalid_request) for t in topics
         ]
     assert "internal error" not in refbroker.log_file.read_text()
+
+
+def test_a_count_beyond_the_frame_closes_the_connection_and_the_broker_lives(
+    refbroker: RunningBroker,
+) -> None:
+    """Found by `make soak`: this Metadata v11 request's topics count (9,788,855,015 in a
+    5-byte varint) made kio's native reader allocate 78 GB, and the process aborted."""
+    body = bytes.fromhex(
+        "0003000b000074bfffff00e8a5d8bb24ebd5a5b44691cacdf456850706721c6e6765f5756e20adbd84ea"
+        "6ab48d7937c83535fc0c736f036b2d6d656d62657200010100"
+    )
+    with raw_connection(refbroker) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        assert closed_by_broker(sock)
+    assert still_serving(refbroker)
+    assert "collection of size 9788855015" in refbroker.log_file.read_text()

@@ -20,6 +20,7 @@ from eoslab.kafka_api import api_name, error_name
 from eoslab.refbroker.apis import ApiVersionsHandler, RequestContext, api_handlers
 from eoslab.refbroker.broker import ReferenceBroker
 from eoslab.refbroker.faults import DropResponse, FailRequest, LoseRequest, RequestFault
+from eoslab.refbroker.length_guard import LyingLengthError, check_lengths
 from eoslab.refbroker.protocol import decode, encode, null_field
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,11 @@ class KafkaProtocolServer:
         if isinstance(handler, ApiVersionsHandler) and not handler.supports(api_version):
             return Reply(_frame(correlation_id, handler.unsupported_version_response()))
         request_type, response_type = _schemas(api_key, api_version)
+        try:  # before kio's native reader, which would allocate what a lying count says
+            header_end = check_lengths(request_type.__header_schema__, frame)
+            check_lengths(request_type, frame, header_end)
+        except LyingLengthError as lying:
+            raise BadInputError(f"{api_name(api_key)} v{api_version} request: {lying}") from None
         try:
             header, header_size = decode(request_type.__header_schema__, frame)
             request, _ = decode(request_type, frame, header_size)

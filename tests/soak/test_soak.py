@@ -18,6 +18,7 @@ from eoslab.soak.verdict import problems
 
 SERVED = {key: (h.min_version, h.max_version) for key, h in api_handlers().items()}
 TINY_FRAMES = 3000
+TINY_PROXY_FRAMES = 1000
 TINY_CYCLES = 3
 
 
@@ -55,14 +56,18 @@ def test_the_verdict_names_every_broken_promise() -> None:
     ledger = {"lost": 1, "duplicates_within_session": 2, "acknowledged": 10}
     results = {
         "malformed": {
-            "crashes": 1,
+            "servers": {
+                "refbroker": {
+                    "crashes": 1,
+                    "liveness": {"failures": 1},
+                    "memory": {"growth_ratio": 3.0},
+                }
+            },
             "failures": 3,
-            "broker_unresponsive": 0,
-            "liveness": {"failures": 1},
+            "unresponsive_during_silence": 0,
             "internal_errors": 4,
             "outcomes": {"answered": 5},
             "frames": 6,
-            "memory": {"growth_ratio": 3.0},
             "ledger": ledger,
         },
         "crash_cycles": {
@@ -72,16 +77,24 @@ def test_the_verdict_names_every_broken_promise() -> None:
             "reloads_missing_acked_records": 1,
             "cycles_without_progress": 0,
             "ledger": ledger,
+            "consumer_group": {
+                "restarts_with_committed_offset_behind_an_acknowledged_commit": 1,
+                "acknowledged_commits_lower_than_an_earlier_one": 0,
+                "committed_offset_at_end": 5,
+                "highest_commit": 9,
+                "acknowledged_commits": 3,
+            },
         },
     }
-    assert len(problems(results)) == 13
+    assert len(problems(results)) == 15
 
 
 def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
     done = subprocess.run(
         [
             sys.executable, "-m", "eoslab.soak",
-            f"--frames={TINY_FRAMES}", f"--cycles={TINY_CYCLES}", "--seed=3",
+            f"--frames={TINY_FRAMES}", f"--proxy-frames={TINY_PROXY_FRAMES}",
+            f"--cycles={TINY_CYCLES}", "--seed=3",
             f"--out={tmp_path}",
         ],
         capture_output=True,
@@ -94,18 +107,30 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
     results = json.loads(written.read_text())
     assert results["verdict"] == {"ok": True, "problems": []}
     assert set(results["machine"]) >= {"cpus", "python", "date"}
-    malformed = results["malformed"]
-    assert malformed["frames"] == TINY_FRAMES
-    assert set(malformed["outcomes"]) <= set(OUTCOMES)
-    assert sum(malformed["outcomes"].values()) == TINY_FRAMES  # every frame classified
-    assert malformed["outcomes"]["answered"] > 0
-    assert malformed["outcomes"]["closed"] > 0
-    assert (malformed["crashes"], malformed["failures"], malformed["internal_errors"]) == (0, 0, 0)
-    assert malformed["ledger"]["lost"] == 0
-    assert malformed["ledger"]["acknowledged"] > 0
-    assert malformed["memory"]["max_rss_mb"] > 0
+    for phase, frames, servers in (
+        ("malformed", TINY_FRAMES, {"refbroker"}),
+        ("malformed_via_proxy", TINY_PROXY_FRAMES, {"proxy", "refbroker"}),
+    ):
+        malformed = results[phase]
+        assert malformed["frames"] == frames
+        assert set(malformed["outcomes"]) <= set(OUTCOMES)
+        assert sum(malformed["outcomes"].values()) == frames  # every frame classified
+        assert malformed["outcomes"]["answered"] > 0
+        assert malformed["outcomes"]["closed"] > 0
+        assert (malformed["failures"], malformed["internal_errors"]) == (0, 0)
+        assert set(malformed["servers"]) == servers
+        for server in malformed["servers"].values():
+            assert server["crashes"] == 0
+            assert server["memory"]["max_rss_mb"] > 0
+            assert server["exit_code_on_sigterm"] == 0
+        assert malformed["ledger"]["lost"] == 0
+        assert malformed["ledger"]["acknowledged"] > 0
     crash = results["crash_cycles"]
     assert crash["cycles"] == TINY_CYCLES
     assert crash["reloads_missing_acked_records"] == 0
     assert (crash["ledger"]["lost"], crash["ledger"]["duplicates_within_session"]) == (0, 0)
     assert crash["ledger"]["acknowledged"] > 0
+    group = crash["consumer_group"]
+    assert group["acknowledged_commits"] > 0
+    assert group["restarts_with_committed_offset_behind_an_acknowledged_commit"] == 0
+    assert group["committed_offset_at_end"] >= group["highest_commit"]

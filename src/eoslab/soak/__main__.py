@@ -13,7 +13,7 @@ import platform
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -36,37 +36,51 @@ def _machine() -> dict[str, object]:
     }
 
 
+def _ledger_row(ledger: dict[str, int]) -> str:
+    return f"{ledger['acknowledged']} / {ledger['lost']} / {ledger['duplicates_within_session']}"
+
+
+def _malformed_rows(figures: dict[str, Any]) -> list[tuple[str, object]]:
+    outcomes = figures["outcomes"]
+    rows: list[tuple[str, object]] = [
+        ("frames tried", figures["frames"]),
+        ("frames per second", figures["frames_per_s"]),
+        ("answered / closed", f"{outcomes.get('answered', 0)} / {outcomes.get('closed', 0)}"),
+        ("hangs", outcomes.get("hang", 0)),
+        ("broker internal errors", figures["internal_errors"]),
+    ]
+    for name, server in figures["servers"].items():
+        memory = server["memory"]
+        rows.append((f"{name} crashes", server["crashes"]))
+        rows.append(
+            (
+                f"{name} max RSS (MB), growth",
+                f"{memory.get('max_rss_mb')}, x{memory.get('growth_ratio')}",
+            )
+        )
+    rows.append(("ledger acked / lost / dup", _ledger_row(figures["ledger"])))
+    return rows
+
+
 def _table(results: dict[str, object]) -> Table:
     table = Table(title="make soak: the reference broker")
     table.add_column("figure")
     table.add_column("value", justify="right")
-    malformed = results.get("malformed")
-    if isinstance(malformed, dict):
-        outcomes = malformed["outcomes"]
-        memory = malformed["memory"]
-        ledger = malformed["ledger"]
-        rows = [
-            ("frames tried", malformed["frames"]),
-            ("frames per second", malformed["frames_per_s"]),
-            ("answered / closed", f"{outcomes.get('answered', 0)} / {outcomes.get('closed', 0)}"),
-            ("hangs", outcomes.get("hang", 0)),
-            ("broker crashes", malformed["crashes"]),
-            ("broker internal errors", malformed["internal_errors"]),
-            ("max RSS (MB), growth", f"{memory.get('max_rss_mb')}, x{memory.get('growth_ratio')}"),
-            ("ledger acked / lost / dup", f"{ledger['acknowledged']} / {ledger['lost']} / "
-             f"{ledger['duplicates_within_session']}"),
-        ]  # fmt: skip
-        for name, value in rows:
-            table.add_row(name, str(value))
+    for phase, label in (("malformed", ""), ("malformed_via_proxy", "via proxy: ")):
+        figures = results.get(phase)
+        if isinstance(figures, dict):
+            for name, value in _malformed_rows(figures):
+                table.add_row(label + name, str(value))
     crash = results.get("crash_cycles")
     if isinstance(crash, dict):
-        ledger = crash["ledger"]
+        ledger, group = crash["ledger"], crash["consumer_group"]
         rows = [
             ("kill -9 cycles", crash["cycles"]),
             ("seconds per cycle", crash["seconds_per_cycle"]),
             ("reloads missing acked records", crash["reloads_missing_acked_records"]),
-            ("acked / lost / dup", f"{ledger['acknowledged']} / {ledger['lost']} / "
-             f"{ledger['duplicates_within_session']}"),
+            ("acked / lost / dup", _ledger_row(ledger)),
+            ("group commits acknowledged / went backwards", f"{group['acknowledged_commits']} / "
+             f"{group['restarts_with_committed_offset_behind_an_acknowledged_commit']}"),
         ]  # fmt: skip
         for name, value in rows:
             table.add_row(name, str(value))
@@ -84,7 +98,13 @@ def soak(
         typer.Option(
             min=1, help="Stop sending frames after this long (frames tried are reported)."
         ),
-    ] = 1100.0,
+    ] = 900.0,
+    proxy_frames: Annotated[
+        int, typer.Option(min=0, help="Malformed frames through the chaos proxy (0: skip).")
+    ] = 200_000,
+    proxy_frames_max_seconds: Annotated[
+        float, typer.Option(min=1, help="Stop sending frames through the proxy after this long.")
+    ] = 300.0,
     cycles: Annotated[int, typer.Option(min=0, help="kill -9 / restart cycles (0: skip).")] = 100,
     cycles_max_seconds: Annotated[
         float, typer.Option(min=1, help="No kill after this long (cycles done are reported).")
@@ -108,6 +128,12 @@ def soak(
                 max_seconds=frames_max_seconds,
             )  # fmt: skip
             results["malformed"] = run_malformed(params, Path(work))
+        if proxy_frames:
+            params = MalformedParams(
+                proxy_frames, seed=seed, workers=workers, timeout_s=timeout_s,
+                max_seconds=proxy_frames_max_seconds, via_proxy=True,
+            )  # fmt: skip
+            results["malformed_via_proxy"] = run_malformed(params, Path(work))
         if cycles:
             crash = CrashParams(cycles, seed=seed, max_seconds=cycles_max_seconds)
             results["crash_cycles"] = run_crash_cycles(crash, Path(work))

@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from kio.schema.api_versions.v3 import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
@@ -34,13 +35,15 @@ def unused_port() -> int:
 
 
 @dataclass
-class BrokerProcess:
-    data_dir: Path
-    fsync: str = "every-batch"
+class ServerProcess:
+    """One of the lab's own servers as a process of the soak, on loopback ports picked free."""
+
+    workdir: Path
     port: int = field(default_factory=unused_port)
     control_port: int = field(default_factory=unused_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    name: ClassVar[str] = "server"
 
     @property
     def bootstrap(self) -> str:
@@ -48,33 +51,25 @@ class BrokerProcess:
 
     @property
     def log_path(self) -> Path:
-        return self.data_dir.parent / "refbroker.log"
+        return self.workdir / f"{self.name}.log"
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
 
     def start(self) -> float:
         """Start (or restart) and wait until it listens; the seconds that took."""
         begin = time.monotonic()
-        argv = [
-            sys.executable, "-m", "eoslab.refbroker", "serve",
-            f"--listen={self.bootstrap}",
-            f"--control={HOST}:{self.control_port}",
-            f"--data-dir={self.data_dir}",
-            f"--fsync={self.fsync}",
-            f"--log-file={self.log_path}",
-            "--log-level=ERROR",  # internal errors only: bad input is routine here
-            "--group-initial-rebalance-delay-ms=0",
-        ]  # fmt: skip
-        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT)
         self.starts += 1
         while not port_open(self.port, HOST):
             if self.process.poll() is not None:
                 raise BrokerFailedError(
-                    f"the reference broker exited with {self.process.returncode} on start "
+                    f"the {self.name} exited with {self.process.returncode} on start "
                     f"{self.starts}; see {self.log_path}"
                 )
             if time.monotonic() - begin > START_TIMEOUT_S:
-                raise BrokerFailedError(
-                    f"the reference broker not listening after {START_TIMEOUT_S}s"
-                )
+                raise BrokerFailedError(f"the {self.name} not listening after {START_TIMEOUT_S}s")
             time.sleep(0.02)
         return time.monotonic() - begin
 
@@ -148,3 +143,42 @@ class BrokerProcess:
     def create_topics(self, names: tuple[str, ...]) -> None:
         for name in names:
             create_topic(self.bootstrap, name, partitions=1, replication=1)
+
+
+@dataclass
+class BrokerProcess(ServerProcess):
+    """`python -m eoslab.refbroker serve` on ``workdir/data``, restartable on the same ports."""
+
+    fsync: str = "every-batch"
+    name: ClassVar[str] = "refbroker"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.workdir / "data"
+
+    def argv(self) -> list[str]:
+        return [
+            sys.executable, "-m", "eoslab.refbroker", "serve",
+            f"--listen={self.bootstrap}",
+            f"--control={HOST}:{self.control_port}",
+            f"--data-dir={self.data_dir}",
+            f"--fsync={self.fsync}",
+            f"--log-file={self.log_path}",
+            "--log-level=ERROR",  # internal errors only: bad input is routine here
+            "--group-initial-rebalance-delay-ms=0",
+        ]  # fmt: skip
+
+
+@dataclass
+class ProxyProcess(ServerProcess):
+    """`python -m eoslab.proxy` with one route to ``upstream`` (no fault armed)."""
+
+    upstream: int = 0
+    name: ClassVar[str] = "proxy"
+
+    def argv(self) -> list[str]:
+        return [
+            sys.executable, "-m", "eoslab.proxy",
+            f"--route=soak={self.bootstrap}={HOST}:{self.upstream}",
+            f"--control={HOST}:{self.control_port}",
+        ]  # fmt: skip

@@ -12,11 +12,13 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from confluent_kafka import KafkaError, Message, Producer
 
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.log_reader import read_partition
+from eoslab.soak.background import Background
 
 LEDGER_TOPIC = "soak-ledger"
 PRODUCER_CONFIG: dict[str, str | int | float | bool] = {
@@ -66,7 +68,9 @@ class LedgerCheck:
 
 
 @dataclass
-class LedgerProducer:
+class LedgerProducer(Background):
+    """Stops sending on ``stop()``, then waits for every outstanding delivery report."""
+
     bootstrap: str
     rate: float
     """Records per second (the soak's background load, not a throughput test)."""
@@ -77,14 +81,12 @@ class LedgerProducer:
     fatal_errors: list[str] = field(default_factory=list)
     sent: int = 0
 
-    def __post_init__(self) -> None:
-        self._stop = threading.Event()
-        self._fatal = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="soak-ledger", daemon=True)
+    thread_name: ClassVar[str] = "soak-ledger"
+    join_timeout_s: ClassVar[float | None] = FLUSH_TIMEOUT_S + 10
 
-    def start(self) -> None:
-        self._thread.start()
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._fatal = threading.Event()
 
     def acknowledged(self) -> int:
         with self._lock:
@@ -93,11 +95,6 @@ class LedgerProducer:
     def highest_acked_offset(self) -> int:
         with self._lock:
             return max(self.acked.values(), default=-1)
-
-    def stop(self) -> None:
-        """Stop sending and wait for every outstanding delivery report."""
-        self._stop.set()
-        self._thread.join(FLUSH_TIMEOUT_S + 10)
 
     def _on_delivery(self, error: KafkaError | None, msg: Message) -> None:
         value = msg.value()

@@ -3,16 +3,18 @@ producer keeps writing to it; the broker's memory sampled and its liveness check
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from eoslab.soak.broker import BrokerProcess
+from eoslab.soak.background import Background
+from eoslab.soak.broker import BrokerProcess, ProxyProcess, ServerProcess
 from eoslab.soak.frames import send_frames
 from eoslab.soak.ledger import LEDGER_TOPIC, LedgerProducer
 from eoslab.soak.mutator import FUZZ_TOPICS, Frame, FrameMutator
@@ -27,9 +29,10 @@ class MalformedParams:
     seed: int = 0
     workers: int = 8
     timeout_s: float = 5.0
-    max_seconds: float = 1100.0
+    max_seconds: float = 900.0
     """No frame is sent after this long: the soak is bounded in time as well as in count."""
     ledger_rate: float = 200.0
+    via_proxy: bool = False
 
 
 def _until(frames: Iterator[Frame], count: int, seconds: float) -> Iterator[Frame]:
@@ -53,36 +56,34 @@ def internal_errors(log: Path) -> Counter[str]:
 
 
 @dataclass
-class Watch:
-    """A thread sampling the broker's RSS and whether it answers a fresh connection."""
+class Watch(Background):
+    """A thread sampling a server's RSS and whether it answers ApiVersions on a fresh connection
+    (through the proxy: the proxy and the broker behind it)."""
 
-    broker: BrokerProcess
+    server: ServerProcess
     rss: list[int] = field(default_factory=list)
     liveness_checks: int = 0
     liveness_failures: int = 0
     max_liveness_s: float = 0.0
 
-    def __post_init__(self) -> None:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="soak-watch", daemon=True)
+    thread_name: ClassVar[str] = "soak-watch"
 
     def __enter__(self) -> Watch:
-        self._thread.start()
+        self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        self.stop()
 
     def _run(self) -> None:
         next_liveness = 0.0
         while not self._stop.wait(SAMPLE_INTERVAL_S):
-            if (rss := self.broker.rss_bytes()) is not None:
+            if (rss := self.server.rss_bytes()) is not None:
                 self.rss.append(rss)
             if time.monotonic() >= next_liveness:
                 begin = time.monotonic()
                 self.liveness_checks += 1
-                if not self.broker.answers(LIVENESS_TIMEOUT_S):
+                if not self.server.answers(LIVENESS_TIMEOUT_S):
                     self.liveness_failures += 1
                 self.max_liveness_s = max(self.max_liveness_s, time.monotonic() - begin)
                 next_liveness = time.monotonic() + 2.0
@@ -103,56 +104,77 @@ class Watch:
         }
 
 
-def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
-    broker = BrokerProcess(workdir / "malformed" / "data")
-    broker.data_dir.mkdir(parents=True)
-    broker.start()
-    try:
-        broker.create_topics((*FUZZ_TOPICS, LEDGER_TOPIC))
-        served = broker.served_versions()
-        mutator = FrameMutator(params.seed, served)
-        ledger = LedgerProducer(broker.bootstrap, params.ledger_rate)
-        with Watch(broker) as watch:
-            ledger.start()
-            frames = _until(mutator, params.frames, params.max_seconds)
-            tally, unresponsive, seconds = send_frames(
-                broker.port, frames, params.timeout_s, params.workers
-            )
-            ledger.stop()
-        alive = broker.alive()
-        broker_cpu_s = broker.cpu_seconds()
-        if not alive:  # a crash is the finding; the ledger is still read back after a restart
-            broker.start()
-        with broker.client(30.0) as client:
-            ledger_check = ledger.check(client)
-        exit_code = broker.stop()
-        errors = internal_errors(broker.log_path)
-    finally:
-        if broker.alive():
-            broker.kill()
+def _server_figures(server: ServerProcess, watch: Watch, alive: bool) -> dict[str, object]:
+    cpu = server.cpu_seconds()
     return {
-        "parameters": {**params.__dict__, "apis": len(served), "api_versions": len(mutator.apis)},
-        "frames": tally.frames,
-        "seconds": round(seconds, 1),
-        "frames_per_s": round(tally.frames / seconds, 1),
-        "connections": tally.connections,
-        "broker_cpu_seconds": None if broker_cpu_s is None else round(broker_cpu_s, 1),
-        "soak_cpu_seconds": round(time.process_time(), 1),
-        "outcomes": dict(tally.outcomes),
-        "failures": tally.failures,
-        "broker_unresponsive": unresponsive,
-        "by_mutation": {name: dict(counts) for name, counts in sorted(tally.by_mutation.items())},
-        "by_api": dict(sorted(tally.by_api.items())),
         "crashes": 0 if alive else 1,
-        "internal_errors": sum(errors.values()),
-        "internal_error_messages": dict(errors.most_common(20)),
-        "broker_exit_code_on_sigterm": exit_code,
+        "cpu_seconds": None if cpu is None else round(cpu, 1),
         "liveness": {
             "checks": watch.liveness_checks,
             "failures": watch.liveness_failures,
             "max_seconds": round(watch.max_liveness_s, 3),
         },
         "memory": watch.memory(),
+    }
+
+
+def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
+    """The frames at the reference broker, or (``params.via_proxy``) through a chaos proxy
+    routed to it; the ledger producer writes to the broker directly either way."""
+    phase = workdir / ("via-proxy" if params.via_proxy else "direct")
+    phase.mkdir(parents=True)
+    broker = BrokerProcess(phase)
+    proxy = ProxyProcess(phase, upstream=broker.port) if params.via_proxy else None
+    cpu_before = time.process_time()
+    broker.start()
+    try:
+        if proxy is not None:
+            proxy.start()
+        broker.create_topics((*FUZZ_TOPICS, LEDGER_TOPIC))
+        served = broker.served_versions()
+        mutator = FrameMutator(params.seed, served)
+        ledger = LedgerProducer(broker.bootstrap, params.ledger_rate)
+        servers: list[ServerProcess] = [broker] if proxy is None else [proxy, broker]
+        with contextlib.ExitStack() as stack:
+            watches = [stack.enter_context(Watch(server)) for server in servers]
+            ledger.start()
+            frames = _until(mutator, params.frames, params.max_seconds)
+            tally, unresponsive, seconds = send_frames(
+                servers[0].port, frames, params.timeout_s, params.workers
+            )
+            ledger.stop()
+        figures = {
+            server.name: _server_figures(server, watch, server.alive())
+            for server, watch in zip(servers, watches, strict=True)
+        }
+        if proxy is not None:
+            figures[proxy.name]["exit_code_on_sigterm"] = proxy.stop()
+        if not broker.alive():  # a crash is the finding; the ledger is still read back after it
+            broker.start()
+        with broker.client(30.0) as client:
+            ledger_check = ledger.check(client)
+        figures[broker.name]["exit_code_on_sigterm"] = broker.stop()
+        errors = internal_errors(broker.log_path)
+    finally:
+        for server in (proxy, broker):
+            if server is not None and server.alive():
+                server.kill()
+    return {
+        "target": "proxy -> refbroker" if proxy is not None else "refbroker",
+        "parameters": {**params.__dict__, "apis": len(served), "api_versions": len(mutator.apis)},
+        "frames": tally.frames,
+        "seconds": round(seconds, 1),
+        "frames_per_s": round(tally.frames / seconds, 1),
+        "connections": tally.connections,
+        "soak_cpu_seconds": round(time.process_time() - cpu_before, 1),
+        "outcomes": dict(tally.outcomes),
+        "failures": tally.failures,
+        "unresponsive_during_silence": unresponsive,
+        "by_mutation": {name: dict(counts) for name, counts in sorted(tally.by_mutation.items())},
+        "by_api": dict(sorted(tally.by_api.items())),
+        "servers": figures,
+        "internal_errors": sum(errors.values()),
+        "internal_error_messages": dict(errors.most_common(20)),
         "ledger": ledger_check.figures(),
         "findings": tally.findings,
     }

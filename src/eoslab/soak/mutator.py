@@ -375,7 +375,8 @@ class FrameMutator:
         body = encode_request(replaced(request, path, MARKER), self.index, "soak")[4:]
         at = body.find(MARKER.encode())
         flexible = bool(type(request).__flexible__)
-        huge = self.rng.choice((2**15 - 1, 2**31 - 2, 1 << 20))
+        # 2^33 fits a 5-byte varint: the count that made kio's native reader abort the broker
+        huge = self.rng.choice((2**15 - 1, 2**31 - 2, 1 << 20, 2**33))
         if not array:
             if flexible:
                 return _reframe(body[: at - 1] + _uvarint(huge + 1) + body[at:]), True
@@ -385,7 +386,8 @@ class FrameMutator:
         count_end = at - (1 if flexible else 2)
         if flexible:
             return _reframe(body[: count_end - 1] + _uvarint(huge + 1) + body[count_end:]), True
-        return _reframe(body[: count_end - 4] + struct.pack(">i", huge) + body[count_end:]), True
+        count = struct.pack(">i", min(huge, 2**31 - 1))
+        return _reframe(body[: count_end - 4] + count + body[count_end:]), True
 
     def _unknown_api_key(self, request: Any, frame: bytes) -> tuple[bytes, bool]:
         key = self.rng.choice((-1, 4, 7, 17, 57, 67, 1000, 2**15 - 1))

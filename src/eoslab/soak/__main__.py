@@ -114,7 +114,8 @@ def soak(
     timeout_s: Annotated[float, typer.Option(min=0.1, help="Seconds to wait for an answer.")] = 5.0,
     out: Annotated[Path | None, typer.Option(help="Folder for the JSON.")] = None,
 ) -> None:
-    """Malformed frames at the reference broker, then kill -9 cycles under a producer."""
+    """Malformed frames at the reference broker, the same frames through the chaos proxy, then
+    kill -9 cycles under a producer and a committing consumer group."""
     folder = out or project_root() / "bench" / "results"
     started = time.time()
     results: dict[str, object] = {

@@ -8,7 +8,7 @@ VENV := .venv
 EOSLAB := $(VENV)/bin/eoslab
 PYTEST_ARGS ?=
 
-.PHONY: setup lab up down status conformance test lint bench clean
+.PHONY: setup lab up down status conformance test lint bench soak clean
 
 setup:
 	@bash scripts/setup.sh
@@ -45,6 +45,10 @@ test: setup lint
 
 bench: setup
 	$(VENV)/bin/python -m eoslab.bench
+
+# Reliability figures of the reference broker: malformed frames and kill -9 cycles (README).
+soak: setup
+	$(VENV)/bin/python -m eoslab.soak
 
 clean:
 	rm -rf $(VENV) services/kafka/lib services/kafka4/lib services/spark/jars .lab

@@ -26,11 +26,12 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"verify"}),
     frozenset({"report"}),
     frozenset({"orchestration"}),
-    frozenset({"bench", "cli"}),
+    frozenset({"bench", "cli", "soak"}),
 )
 """Lowest first: the contract and helpers; the lab's own services (they are started as
 processes, never imported, by the runtime); the runtime; workload and probe; the nemesis; the
-run; the checker; the report; the orchestration; the entry points."""
+run; the checker; the report; the orchestration; the entry points (`make soak` among them:
+nothing imports it)."""
 SAME_LAYER_ORDER = {("probe", "workload")}
 """Packages of one layer that may import one another in this direction only."""
 SEPARATE_ROOMS = ("eoslab.refbroker.groups", "eoslab.refbroker.transactions")

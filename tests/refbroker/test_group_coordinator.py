@@ -11,7 +11,7 @@ import pytest
 from group_logic import Answers, FakeTime, join_request, subscription, sync_request
 from kio.schema.errors import ErrorCode
 
-from eoslab.refbroker.groups.classic_group import GroupState, JoinResult
+from eoslab.refbroker.groups.classic_group import GroupState, JoinResult, describe
 from eoslab.refbroker.groups.committed_offsets import CommittedOffsetStore, OffsetAndMetadata
 from eoslab.refbroker.groups.group_coordinator import GroupConfig, GroupCoordinator, LeavingMember
 
@@ -379,3 +379,18 @@ def test_faults_force_a_rebalance_and_expire_members(
         coordinator.expire_members("g", "ghost")
     with pytest.raises(ValueError, match="no group"):
         coordinator.force_rebalance("nope")
+
+
+def test_a_protocol_named_empty_is_still_a_protocol(
+    coordinator: GroupCoordinator, clock: FakeTime
+) -> None:
+    """Found by `make soak`: a group whose one protocol is named "" completed its join with an
+    internal error (no member metadata), and its members' JoinGroup were never answered.
+    Kafka's currentMemberMetadata only refuses Dead and PreparingRebalance groups."""
+    answers = join(coordinator, protocols=(("", b"metadata"),))
+    clock.advance(DELAY_MS)
+    leader = joined(answers)
+    assert (leader.protocol_name, [m.metadata for m in leader.members]) == ("", [b"metadata"])
+    sync(coordinator, "g", 1, leader.member_id, {leader.member_id: b"p0"})
+    described = describe(coordinator.group("g"))
+    assert (described.protocol, described.members[0].metadata) == ("", b"metadata")

@@ -4,11 +4,14 @@ and its other clients carry on."""
 from __future__ import annotations
 
 import datetime
+import random
 import socket
 import struct
+import uuid
 
 import pytest
 from crafted import batch_of, errors_of, init_producer_id, produce_request
+from kio.index import KioIndexError, load_request_schema
 from kio.schema.api_versions.v0 import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3 import ApiVersionsRequest
 from kio.schema.api_versions.v4 import ApiVersionsRequest as ApiVersionsRequestV4
@@ -19,12 +22,16 @@ from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
 from kio.serial import entity_reader
 from refbroker_process import HOST, RunningBroker, StartBroker
 
+from eoslab.kafka_api import api_name
 from eoslab.probe.batches import record_batch
 from eoslab.probe.requests import (
     add_partitions_to_txn_request,
     end_txn_request,
     init_transactional_producer_request,
 )
+from eoslab.refbroker.apis import api_handlers
+from eoslab.refbroker.protocol import build, nested
+from eoslab.soak.mutator import build_entity
 
 NO_WAIT = datetime.timedelta(0)
 API_VERSIONS = ApiVersionsRequest(client_software_name="eoslab-tests", client_software_version="1")
@@ -152,3 +159,79 @@ def test_transaction_requests_that_make_no_sense_get_precise_errors(
     assert unknown.error_code is ErrorCode.invalid_producer_id_mapping
     assert errors_of([unverified]) == ["INVALID_PRODUCER_ID_MAPPING"]
     assert still_serving(refbroker)
+
+
+def _next_versions() -> list[tuple[int, int]]:
+    """(API key, the version above the highest we serve) wherever Kafka defines that version."""
+    found = []
+    for key, handler in sorted(api_handlers().items()):
+        try:
+            load_request_schema(key, handler.max_version + 1)
+        except KioIndexError:
+            continue
+        found.append((key, handler.max_version + 1))
+    return found
+
+
+@pytest.mark.parametrize(("api_key", "version"), _next_versions())
+def test_every_api_refuses_a_version_above_ours_with_an_answer(
+    refbroker: RunningBroker, api_key: int, version: int
+) -> None:
+    """Found by `make soak`: Metadata v13 closed the connection on an internal error (its
+    refusal lacked v13's top-level error code) instead of answering UNSUPPORTED_VERSION."""
+    request = build_entity(load_request_schema(api_key, version), random.Random(api_key))
+    with refbroker.client() as client:
+        client.send(request)
+        assert client.answer_ready(10), f"{api_name(api_key)} v{version} got no answer"
+        frame = client.receive_frame()
+    assert struct.unpack_from(">i", frame)[0] == 0  # the correlation id
+    assert still_serving(refbroker)
+    assert "internal error" not in refbroker.log_file.read_text()
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_before_v12_refuses_null_names_and_topic_ids_as_kafka_does(
+    refbroker: RunningBroker, version: int
+) -> None:
+    """Found by `make soak`: a null topic name on v10/v11 (whose response cannot carry one)
+    closed the connection on an internal error. Kafka answers INVALID_REQUEST for every topic,
+    a null name as ""."""
+    refbroker.create_topic("named", 1)
+    schema = load_request_schema(3, version)
+    topic_type = nested(schema, "MetadataRequestTopic")
+    some_id = uuid.UUID(int=7)
+    requests = [
+        (topic_type(topic_id=None, name=None), topic_type(topic_id=None, name="named")),
+        (topic_type(topic_id=some_id, name="named"),),
+    ]
+    for topics in requests:
+        with refbroker.client() as client:
+            response = client.request(
+                build(
+                    schema,
+                    topics=topics,
+                    allow_auto_topic_creation=False,
+                    include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False,
+                )
+            )
+        assert [(t.name, t.error_code) for t in response.topics] == [
+            (t.name or "", ErrorCode.invalid_request) for t in topics
+        ]
+    assert "internal error" not in refbroker.log_file.read_text()
+
+
+def test_a_count_beyond_the_frame_closes_the_connection_and_the_broker_lives(
+    refbroker: RunningBroker,
+) -> None:
+    """Found by `make soak`: this Metadata v11 request's topics count (9,788,855,015 in a
+    5-byte varint) made kio's native reader allocate 78 GB, and the process aborted."""
+    body = bytes.fromhex(
+        "0003000b000074bfffff00e8a5d8bb24ebd5a5b44691cacdf456850706721c6e6765f5756e20adbd84ea"
+        "6ab48d7937c83535fc0c736f036b2d6d656d62657200010100"
+    )
+    with raw_connection(refbroker) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        assert closed_by_broker(sock)
+    assert still_serving(refbroker)
+    assert "collection of size 9788855015" in refbroker.log_file.read_text()

@@ -20,6 +20,7 @@ from eoslab.kafka_api import api_name, error_name
 from eoslab.refbroker.apis import ApiVersionsHandler, RequestContext, api_handlers
 from eoslab.refbroker.broker import ReferenceBroker
 from eoslab.refbroker.faults import DropResponse, FailRequest, LoseRequest, RequestFault
+from eoslab.refbroker.length_guard import LyingLengthError, check_lengths
 from eoslab.refbroker.protocol import decode, encode, null_field
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class KafkaProtocolServer:
         assert task is not None
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
+        frame: bytes | None = None
         try:
             while (frame := await self._read_frame(reader)) is not None:
                 reply = await self._dispatch(frame, peer)
@@ -92,7 +94,9 @@ class KafkaProtocolServer:
         except (ConnectionError, asyncio.CancelledError):
             pass
         except Exception:  # a bug of ours: lose this connection, never the server
-            log.exception("closing connection from %s after an internal error", peer)
+            log.exception(
+                "closing connection from %s after an internal error serving %s", peer, _named(frame)
+            )
         finally:
             self._connections.pop(task, None)
             writer.transport.abort()
@@ -122,6 +126,11 @@ class KafkaProtocolServer:
         if isinstance(handler, ApiVersionsHandler) and not handler.supports(api_version):
             return Reply(_frame(correlation_id, handler.unsupported_version_response()))
         request_type, response_type = _schemas(api_key, api_version)
+        try:  # before kio's native reader, which would allocate what a lying count says
+            header_end = check_lengths(request_type.__header_schema__, frame)
+            check_lengths(request_type, frame, header_end)
+        except LyingLengthError as lying:
+            raise BadInputError(f"{api_name(api_key)} v{api_version} request: {lying}") from None
         try:
             header, header_size = decode(request_type.__header_schema__, frame)
             request, _ = decode(request_type, frame, header_size)
@@ -184,6 +193,14 @@ def _schemas(api_key: int, api_version: int) -> tuple[Any, Any]:
         return load_request_schema(api_key, api_version), load_response_schema(api_key, api_version)
     except KioIndexError:
         raise BadInputError(f"{api_name(api_key)} v{api_version} has no schema") from None
+
+
+def _named(frame: bytes | None) -> str:
+    """ "Metadata v13": the API and version of a request frame, for the log."""
+    if frame is None or len(frame) < HEADER_PREFIX.size:
+        return "no request"
+    api_key, api_version, _ = HEADER_PREFIX.unpack_from(frame)
+    return f"{api_name(api_key)} v{api_version}"
 
 
 def _frame(correlation_id: int, response: Any) -> bytes:

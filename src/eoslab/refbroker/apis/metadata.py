@@ -13,6 +13,8 @@ from eoslab.refbroker.protocol import build, nested
 
 NO_TOPIC_ID = uuid.UUID(int=0)
 """The id of a topic that is not known (or asked for by name only)."""
+TOPIC_IDS_VERSION = 12
+"""Metadata asks by topic id (and a name may be null) from v12 on; v10-11 have the fields."""
 
 
 class MetadataHandler(ApiHandler):
@@ -22,6 +24,11 @@ class MetadataHandler(ApiHandler):
 
     async def handle(self, request: Any, ctx: RequestContext) -> object | None:
         broker = ctx.broker
+        if ctx.api_version < TOPIC_IDS_VERSION and any(
+            t.name is None or getattr(t, "topic_id", None) not in (None, NO_TOPIC_ID)
+            for t in request.topics or ()
+        ):  # KafkaApis: "Topic name can not be null" / "Topic IDs are not supported" before v12
+            return self.reject(request, ctx, ErrorCode.invalid_request)
         if request.topics is None or (ctx.api_version == 0 and not request.topics):
             # null (v1+) or empty (v0) means every topic
             wanted: list[tuple[str | None, uuid.UUID | None]] = [
@@ -60,16 +67,26 @@ class MetadataHandler(ApiHandler):
         return self._response(ctx, tuple(topics))
 
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
+        """MetadataRequest.getErrorResponse: the error on every topic asked for, a null name as
+        "" (the response before v12 cannot carry one), and at the top from v13."""
         topic_type = nested(ctx.response_type, "MetadataResponseTopic")
-        names = [t.name for t in request.topics or ()]
         topics: tuple[object, ...] = tuple(
-            build(topic_type, error_code=error, name=n, topic_id=NO_TOPIC_ID, partitions=())
-            for n in names
+            build(
+                topic_type,
+                error_code=error,
+                name=t.name or "",
+                topic_id=getattr(t, "topic_id", None) or NO_TOPIC_ID,
+                is_internal=False,
+                partitions=(),
+            )
+            for t in request.topics or ()
         )
-        return self._response(ctx, topics)
+        return self._response(ctx, topics, error)
 
     @staticmethod
-    def _response(ctx: RequestContext, topics: tuple[object, ...]) -> object:
+    def _response(
+        ctx: RequestContext, topics: tuple[object, ...], error: ErrorCode = ErrorCode.none
+    ) -> object:
         config = ctx.broker.config
         broker_type = nested(ctx.response_type, "MetadataResponseBroker")
         return build(
@@ -87,6 +104,7 @@ class MetadataHandler(ApiHandler):
             cluster_id=config.cluster_id,
             controller_id=config.node_id,
             topics=topics,
+            error_code=error,
         )
 
 

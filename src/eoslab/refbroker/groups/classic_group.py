@@ -407,7 +407,7 @@ class ClassicGroup:
         """What the leader gets to compute the assignment from."""
         if (
             self.state in (GroupState.DEAD, GroupState.PREPARING_REBALANCE)
-            or not self.protocol_name
+            or self.protocol_name is None  # "" is a protocol name like any other
         ):
             raise IllegalGroupTransitionError(f"no member metadata in state {self.state}")
         protocol = self.protocol_name
@@ -477,10 +477,10 @@ def describe(group: ClassicGroup | None) -> GroupDescription:
             m.group_instance_id,
             m.client_id,
             m.client_host,
-            m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+            m.metadata(group.protocol_name) if stable and group.protocol_name is not None else b"",
             m.assignment if stable else b"",
         )
         for m in group.members.values()
     )
-    protocol = group.protocol_name if stable and group.protocol_name else NO_PROTOCOL
+    protocol = group.protocol_name if stable and group.protocol_name is not None else NO_PROTOCOL
     return GroupDescription(str(group.state), group.protocol_type or "", protocol, members)

@@ -105,12 +105,17 @@ class AddPartitionsToTxnHandler(ApiHandler):
         return self.reject(request, ctx, fenced_for(error, ctx.api_version, 2))
 
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
-        return self._response(ctx, request, dict.fromkeys(_requested(request), error))
+        return self._response(ctx, request, dict.fromkeys(_requested(request), error), error)
 
     @staticmethod
     def _response(
-        ctx: RequestContext, request: Any, errors: Mapping[TopicPartition, ErrorCode]
+        ctx: RequestContext,
+        request: Any,
+        errors: Mapping[TopicPartition, ErrorCode],
+        error: ErrorCode = E.none,
     ) -> object:
+        """The v0-3 per-partition results; v4+ (broker to broker, only ever refused) carry the
+        refusal in their top-level error code and no transactions."""
         topic_type = nested(ctx.response_type, "AddPartitionsToTxnTopicResult")
         partition_type = nested(ctx.response_type, "AddPartitionsToTxnPartitionResult")
         by_topic: dict[str, list[int]] = {}
@@ -119,6 +124,8 @@ class AddPartitionsToTxnHandler(ApiHandler):
         return build(
             ctx.response_type,
             throttle_time=NO_THROTTLE,
+            error_code=error,
+            results_by_transaction=(),
             results_by_topic_v3_and_below=tuple(
                 build(
                     topic_type,
@@ -139,7 +146,11 @@ class AddPartitionsToTxnHandler(ApiHandler):
 
 def _requested(request: Any) -> list[TopicPartition]:
     return list(
-        dict.fromkeys((t.name, p) for t in request.v3_and_below_topics for p in t.partitions)
+        dict.fromkeys(
+            (t.name, p)
+            for t in getattr(request, "v3_and_below_topics", ())  # v4+: batched, not served
+            for p in t.partitions
+        )
     )
 
 

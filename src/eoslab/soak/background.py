@@ -1,0 +1,30 @@
+"""The soak's helpers that run beside the frames and the kills: a daemon thread each."""
+
+from __future__ import annotations
+
+import threading
+from typing import ClassVar
+
+
+class Background:
+    """Runs ``_run`` on a daemon thread from ``start()`` until ``stop()`` sets ``_stop``;
+    ``_lock`` guards what the thread and the soak both read."""
+
+    thread_name: ClassVar[str] = "soak"
+    join_timeout_s: ClassVar[float | None] = None
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(self.join_timeout_s)

@@ -1,0 +1,94 @@
+"""A committing consumer group beside the crash cycles: one librdkafka consumer in a group
+reads the ledger topic and commits synchronously after every batch it consumed; each commit
+the broker acknowledged is remembered, so that after a kill -9 and restart the broker's
+committed offset can be held against it (committed offsets never go backwards)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from eoslab.probe.client import KafkaProtocolClient
+from eoslab.probe.requests import offset_fetch_request
+from eoslab.soak.background import Background
+from eoslab.soak.ledger import LEDGER_TOPIC
+
+GROUP = "soak-committer"
+CONSUMER_CONFIG: dict[str, str | int | float | bool] = {
+    "group.id": GROUP,
+    "enable.auto.commit": False,
+    "auto.offset.reset": "earliest",
+    "session.timeout.ms": 6000,
+    "reconnect.backoff.ms": 20,
+    "reconnect.backoff.max.ms": 200,
+    "log_level": 0,  # the outages are the point
+}
+BATCH = 100
+POLL_S = 0.2
+
+
+def committed_offset(client: KafkaProtocolClient) -> int:
+    """The group's committed offset of the ledger partition, as the broker has it now."""
+    response = client.request(offset_fetch_request(GROUP, LEDGER_TOPIC, (0,)))
+    return int(response.groups[0].topics[0].partitions[0].committed_offset)
+
+
+@dataclass
+class Committer(Background):
+    bootstrap: str
+    commits: int = 0
+    failed_commits: int = 0
+    consumed: int = 0
+    highest_commit: int = -1
+    """The highest offset a commit the broker acknowledged carried."""
+    went_backwards: int = 0
+    """Acknowledged commits lower than an earlier acknowledged one."""
+    errors: list[str] = field(default_factory=list)
+
+    thread_name: ClassVar[str] = "soak-committer"
+    join_timeout_s: ClassVar[float | None] = 60.0
+
+    def acknowledged(self) -> int:
+        with self._lock:
+            return self.highest_commit
+
+    def _run(self) -> None:
+        consumer = Consumer({**CONSUMER_CONFIG, "bootstrap.servers": self.bootstrap})
+        consumer.subscribe([LEDGER_TOPIC])
+        try:
+            while not self._stop.is_set():
+                messages = consumer.consume(BATCH, POLL_S)
+                records = [m for m in messages if m.error() is None]
+                if not records:
+                    continue
+                self.consumed += len(records)
+                offset = max(int(m.offset() or 0) for m in records) + 1
+                try:
+                    consumer.commit(
+                        offsets=[TopicPartition(LEDGER_TOPIC, 0, offset)], asynchronous=False
+                    )
+                except KafkaException as failed:  # the broker is down or the group rebalancing
+                    self.failed_commits += 1
+                    if len(self.errors) < 5:
+                        self.errors.append(str(failed.args[0]))
+                    continue
+                with self._lock:
+                    self.commits += 1
+                    if offset < self.highest_commit:
+                        self.went_backwards += 1
+                    self.highest_commit = max(self.highest_commit, offset)
+        finally:
+            consumer.close()
+
+    def figures(self) -> dict[str, object]:
+        return {
+            "group": GROUP,
+            "consumed": self.consumed,
+            "acknowledged_commits": self.commits,
+            "failed_commits": self.failed_commits,
+            "highest_commit": self.highest_commit,
+            "acknowledged_commits_lower_than_an_earlier_one": self.went_backwards,
+            "first_errors": self.errors,
+        }

@@ -1,0 +1,122 @@
+"""Crash cycles: kill -9 the reference broker under the ledger producer and restart it on the
+same ports and data directory, again and again.
+
+After every restart the partition must still reach past every offset acknowledged before the
+kill (the log reloaded intact) and the committing consumer group's committed offset must be at
+least its last acknowledged commit (committed offsets never go backwards); at the end every
+acknowledged record is read back, none twice within a producer session. librdkafka retries
+through each outage (infinite message timeout).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from eoslab.probe.requests import list_offsets_request
+from eoslab.soak.broker import BrokerProcess
+from eoslab.soak.committer import Committer, committed_offset
+from eoslab.soak.ledger import LEDGER_TOPIC, LedgerProducer
+
+PROGRESS_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class CrashParams:
+    cycles: int
+    seed: int = 0
+    acks_per_cycle: int = 20
+    """New acknowledged records to wait for between two kills (progress in every cycle)."""
+    ledger_rate: float = 300.0
+    max_extra_s: float = 0.3
+    """After the acks, a further random pause up to this long before the kill (the kill lands
+    at varying points of a produce)."""
+    fsync: str = "every-batch"
+    max_seconds: float = 420.0
+    """No kill after this long: the soak is bounded in time as well as in count."""
+
+
+def _reloaded(broker: BrokerProcess) -> tuple[int, int]:
+    """(the ledger partition's end offset, the group's committed offset) after a restart."""
+    with broker.client(30.0) as client:
+        response = client.request(list_offsets_request(LEDGER_TOPIC, 0, 0))
+        return int(response.topics[0].partitions[0].offset), committed_offset(client)
+
+
+def _wait_for_acks(ledger: LedgerProducer, target: int) -> bool:
+    deadline = time.monotonic() + PROGRESS_TIMEOUT_S
+    while ledger.acknowledged() < target:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
+    rng = random.Random(params.seed)
+    broker = BrokerProcess(workdir / "crash", fsync=params.fsync)
+    broker.workdir.mkdir(parents=True)
+    broker.start()
+    broker.create_topics((LEDGER_TOPIC,))
+    ledger = LedgerProducer(broker.bootstrap, params.ledger_rate)
+    committer = Committer(broker.bootstrap)
+    restarts: list[float] = []
+    reload_losses = 0
+    commits_lost = 0
+    stalls = 0
+    failed_starts: list[str] = []
+    begin = time.monotonic()
+    ledger.start()
+    committer.start()
+    try:
+        for _ in range(params.cycles):
+            if time.monotonic() - begin > params.max_seconds:
+                break
+            if not _wait_for_acks(ledger, ledger.acknowledged() + params.acks_per_cycle):
+                stalls += 1
+            time.sleep(rng.uniform(0, params.max_extra_s))
+            acked_before = ledger.highest_acked_offset()
+            committed_before = committer.acknowledged()
+            broker.kill()
+            try:
+                restarts.append(broker.start())
+            except RuntimeError as failed:
+                failed_starts.append(str(failed))
+                break
+            end_offset, committed = _reloaded(broker)
+            reload_losses += end_offset <= acked_before
+            commits_lost += committed < committed_before
+        _wait_for_acks(ledger, ledger.acknowledged() + params.acks_per_cycle)
+        ledger.stop()
+        committer.stop()
+        seconds = time.monotonic() - begin
+        with broker.client(30.0) as client:
+            check = ledger.check(client)
+            final_commit = committed_offset(client)
+    finally:
+        ledger.stop()
+        committer.stop()
+        broker.stop()
+    cycles = len(restarts)
+    return {
+        "parameters": params.__dict__,
+        "cycles": cycles,
+        "seconds": round(seconds, 1),
+        "seconds_per_cycle": round(seconds / max(cycles, 1), 2),
+        "restart_seconds": {
+            "mean": round(sum(restarts) / max(cycles, 1), 2),
+            "max": round(max(restarts, default=0.0), 2),
+        },
+        "stopped_by_time": cycles < params.cycles and not failed_starts,
+        "failed_starts": failed_starts,
+        "reloads_missing_acked_records": reload_losses,
+        "cycles_without_progress": stalls,
+        "ledger": check.figures(),
+        "consumer_group": {
+            **committer.figures(),
+            "restarts_with_committed_offset_behind_an_acknowledged_commit": commits_lost,
+            "committed_offset_at_end": final_commit,
+        },
+    }

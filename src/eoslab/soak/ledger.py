@@ -1,0 +1,165 @@
+"""The well-behaved client beside the soak: an idempotent librdkafka producer that keeps writing
+``<session>/<n>`` values to one partition, remembers every acknowledged offset, and the check
+that reads the partition back (every acknowledged record there, none twice).
+
+A fatal idempotence error ends a producer session; the next session is a new Producer (a new
+producer id). Duplicates are only counted within a session, as Kafka promises.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from confluent_kafka import KafkaError, Message, Producer
+
+from eoslab.probe.client import KafkaProtocolClient
+from eoslab.probe.log_reader import read_partition
+from eoslab.soak.background import Background
+
+LEDGER_TOPIC = "soak-ledger"
+PRODUCER_CONFIG: dict[str, str | int | float | bool] = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 5,
+    "message.timeout.ms": 0,  # infinite: retry through every outage
+    "reconnect.backoff.ms": 20,
+    "reconnect.backoff.max.ms": 200,
+    "retry.backoff.ms": 20,
+    "retry.backoff.max.ms": 200,
+    "socket.connection.setup.timeout.ms": 2000,
+    "log_level": 0,  # the outages are the point: no connection-refused lines
+}
+FLUSH_TIMEOUT_S = 120.0
+
+
+@dataclass
+class LedgerCheck:
+    """What the read-back found."""
+
+    acknowledged: int
+    in_log: int
+    lost: int
+    duplicates: int
+    unacknowledged_in_log: int
+    """Records whose delivery report never came or said failure, found in the log (allowed)."""
+    sessions: int
+    failed_sends: int
+    fatal_errors: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.lost == 0 and self.duplicates == 0
+
+    def figures(self) -> dict[str, object]:
+        return {
+            "acknowledged": self.acknowledged,
+            "in_log": self.in_log,
+            "lost": self.lost,
+            "duplicates_within_session": self.duplicates,
+            "unacknowledged_in_log": self.unacknowledged_in_log,
+            "producer_sessions": self.sessions,
+            "failed_sends": self.failed_sends,
+            "fatal_errors": self.fatal_errors,
+        }
+
+
+@dataclass
+class LedgerProducer(Background):
+    """Stops sending on ``stop()``, then waits for every outstanding delivery report."""
+
+    bootstrap: str
+    rate: float
+    """Records per second (the soak's background load, not a throughput test)."""
+    topic: str = LEDGER_TOPIC
+    acked: dict[bytes, int] = field(default_factory=dict)
+    failed: int = 0
+    sessions: int = 0
+    fatal_errors: list[str] = field(default_factory=list)
+    sent: int = 0
+
+    thread_name: ClassVar[str] = "soak-ledger"
+    join_timeout_s: ClassVar[float | None] = FLUSH_TIMEOUT_S + 10
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._fatal = threading.Event()
+
+    def acknowledged(self) -> int:
+        with self._lock:
+            return len(self.acked)
+
+    def highest_acked_offset(self) -> int:
+        with self._lock:
+            return max(self.acked.values(), default=-1)
+
+    def _on_delivery(self, error: KafkaError | None, msg: Message) -> None:
+        value = msg.value()
+        with self._lock:
+            if error is None and value is not None:
+                self.acked[value] = int(msg.offset() or 0)
+            else:
+                self.failed += 1
+
+    def _on_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self.fatal_errors.append(f"{error.name()}: {error.str()}")
+            self._fatal.set()
+
+    def _new_producer(self) -> Producer:
+        self.sessions += 1
+        self._fatal.clear()
+        return Producer(
+            {**PRODUCER_CONFIG, "bootstrap.servers": self.bootstrap, "error_cb": self._on_error}
+        )
+
+    def _run(self) -> None:
+        producer = self._new_producer()
+        begin = time.monotonic()
+        n = 0
+        while not self._stop.is_set():
+            if self._fatal.is_set():  # settle this session, start the next
+                producer.purge()
+                producer.flush(10)
+                producer = self._new_producer()
+            pause = begin + n / self.rate - time.monotonic()
+            if pause > 0:
+                producer.poll(min(pause, 0.05))
+                continue
+            value = f"{self.sessions}/{n}".encode()
+            try:
+                producer.produce(self.topic, value, partition=0, on_delivery=self._on_delivery)
+            except BufferError:
+                producer.poll(0.1)
+                continue
+            except Exception:  # a fatal error raised by produce: the next loop settles it
+                self._fatal.set()
+                continue
+            n += 1
+            self.sent += 1
+            producer.poll(0)
+        producer.flush(FLUSH_TIMEOUT_S)
+
+    def check(self, client: KafkaProtocolClient) -> LedgerCheck:
+        """Read the partition back and compare it with the delivery reports."""
+        logged = [(r.offset, r.value) for r in read_partition(client, self.topic, 0)]
+        at: dict[bytes | None, int] = {}
+        for offset, value in logged:
+            at.setdefault(value, offset)
+        counts = Counter(value for _, value in logged)
+        with self._lock:
+            acked = dict(self.acked)
+        lost = sum(1 for value, offset in acked.items() if at.get(value) != offset)
+        return LedgerCheck(
+            acknowledged=len(acked),
+            in_log=len(logged),
+            lost=lost,
+            duplicates=sum(count - 1 for count in counts.values() if count > 1),
+            unacknowledged_in_log=sum(1 for value in counts if value not in acked),
+            sessions=self.sessions,
+            failed_sends=self.failed,
+            fatal_errors=list(self.fatal_errors),
+        )

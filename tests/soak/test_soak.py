@@ -1,0 +1,136 @@
+"""`make soak` at a tiny scale (real reference broker processes, real librdkafka), the
+mutator's determinism, and the soak's own checks shown able to fail."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from eoslab.kafka_api import encode_request
+from eoslab.probe.batches import record_batch
+from eoslab.probe.requests import produce_request
+from eoslab.refbroker.apis import api_handlers
+from eoslab.soak.frames import OUTCOMES, explain_silence
+from eoslab.soak.mutator import MUTATIONS, Frame, FrameMutator
+from eoslab.soak.verdict import problems
+
+SERVED = {key: (h.min_version, h.max_version) for key, h in api_handlers().items()}
+TINY_FRAMES = 3000
+TINY_PROXY_FRAMES = 1000
+TINY_CYCLES = 3
+
+
+def test_the_same_seed_gives_the_same_frames_and_another_seed_others() -> None:
+    first, again, other = (FrameMutator(seed, SERVED).take(2000) for seed in (5, 5, 6))
+    assert first == again
+    assert [f.data for f in first] != [f.data for f in other]
+
+
+def test_the_frames_cover_every_served_version_and_every_mutation() -> None:
+    frames = FrameMutator(1, SERVED).take(6000)
+    assert {(f.api_key, f.api_version) for f in frames if f.mutation == "valid"} <= {
+        (key, v) for key, (low, high) in SERVED.items() for v in range(low, high + 1)
+    }
+    assert {(f.api_key, f.api_version) for f in frames} >= {
+        (key, v) for key, (low, high) in SERVED.items() for v in range(low, high + 1)
+    }
+    assert {f.mutation for f in frames} == set(MUTATIONS)
+    assert all(f.consistent == (len(f.data) - 4 == int.from_bytes(f.data[:4], "big", signed=True))
+               for f in frames if f.consistent)  # fmt: skip
+
+
+def _frame(request: object) -> Frame:
+    return Frame(0, 0, 9, "valid", encode_request(request, 1, "soak"), True)
+
+
+def test_silence_is_a_hang_unless_the_request_explains_it() -> None:
+    batch = record_batch(1, 0, 0, [b"v"])
+    assert explain_silence(_frame(produce_request("t", 0, batch, acks=0)), 5.0) == "silent-acks-0"
+    assert explain_silence(_frame(produce_request("t", 0, batch)), 5.0) == "hang"
+    assert explain_silence(Frame(0, 0, 9, "cut", b"\x00\x00\x00\x20\x00", False), 5.0) == "hang"
+
+
+def test_the_verdict_names_every_broken_promise() -> None:
+    ledger = {"lost": 1, "duplicates_within_session": 2, "acknowledged": 10}
+    results = {
+        "malformed": {
+            "servers": {
+                "refbroker": {
+                    "crashes": 1,
+                    "liveness": {"failures": 1},
+                    "memory": {"growth_ratio": 3.0},
+                }
+            },
+            "failures": 3,
+            "unresponsive_during_silence": 0,
+            "internal_errors": 4,
+            "outcomes": {"answered": 5},
+            "frames": 6,
+            "ledger": ledger,
+        },
+        "crash_cycles": {
+            "parameters": {"cycles": 3},
+            "cycles": 0,
+            "failed_starts": ["exited"],
+            "reloads_missing_acked_records": 1,
+            "cycles_without_progress": 0,
+            "ledger": ledger,
+            "consumer_group": {
+                "restarts_with_committed_offset_behind_an_acknowledged_commit": 1,
+                "acknowledged_commits_lower_than_an_earlier_one": 0,
+                "committed_offset_at_end": 5,
+                "highest_commit": 9,
+                "acknowledged_commits": 3,
+            },
+        },
+    }
+    assert len(problems(results)) == 15
+
+
+def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "eoslab.soak",
+            f"--frames={TINY_FRAMES}", f"--proxy-frames={TINY_PROXY_FRAMES}",
+            f"--cycles={TINY_CYCLES}", "--seed=3",
+            f"--out={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (written,) = tmp_path.glob("soak-*.json")
+    results = json.loads(written.read_text())
+    assert results["verdict"] == {"ok": True, "problems": []}
+    assert set(results["machine"]) >= {"cpus", "python", "date"}
+    for phase, frames, servers in (
+        ("malformed", TINY_FRAMES, {"refbroker"}),
+        ("malformed_via_proxy", TINY_PROXY_FRAMES, {"proxy", "refbroker"}),
+    ):
+        malformed = results[phase]
+        assert malformed["frames"] == frames
+        assert set(malformed["outcomes"]) <= set(OUTCOMES)
+        assert sum(malformed["outcomes"].values()) == frames  # every frame classified
+        assert malformed["outcomes"]["answered"] > 0
+        assert malformed["outcomes"]["closed"] > 0
+        assert (malformed["failures"], malformed["internal_errors"]) == (0, 0)
+        assert set(malformed["servers"]) == servers
+        for server in malformed["servers"].values():
+            assert server["crashes"] == 0
+            assert server["memory"]["max_rss_mb"] > 0
+            assert server["exit_code_on_sigterm"] == 0
+        assert malformed["ledger"]["lost"] == 0
+        assert malformed["ledger"]["acknowledged"] > 0
+    crash = results["crash_cycles"]
+    assert crash["cycles"] == TINY_CYCLES
+    assert crash["reloads_missing_acked_records"] == 0
+    assert (crash["ledger"]["lost"], crash["ledger"]["duplicates_within_session"]) == (0, 0)
+    assert crash["ledger"]["acknowledged"] > 0
+    group = crash["consumer_group"]
+    assert group["acknowledged_commits"] > 0
+    assert group["restarts_with_committed_offset_behind_an_acknowledged_commit"] == 0
+    assert group["committed_offset_at_end"] >= group["highest_commit"]

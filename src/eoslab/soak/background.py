@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import abc
 import threading
 from typing import ClassVar
 
 
-class Background:
+class Background(abc.ABC):
     """Runs ``_run`` on a daemon thread from ``start()`` until ``stop()`` sets ``_stop``;
     ``_lock`` guards what the thread and the soak both read."""
 
@@ -18,8 +19,9 @@ class Background:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
 
+    @abc.abstractmethod
     def _run(self) -> None:
-        raise NotImplementedError
+        """The thread's work, until ``_stop`` is set."""
 
     def start(self) -> None:
         self._thread.start()

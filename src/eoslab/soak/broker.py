@@ -3,6 +3,7 @@ loopback ports, killed with SIGKILL and restarted on the same ports and data dir
 
 from __future__ import annotations
 
+import abc
 import os
 import signal
 import socket
@@ -35,7 +36,7 @@ def unused_port() -> int:
 
 
 @dataclass
-class ServerProcess:
+class ServerProcess(abc.ABC):
     """One of the lab's own servers as a process of the soak, on loopback ports picked free."""
 
     workdir: Path
@@ -53,8 +54,9 @@ class ServerProcess:
     def log_path(self) -> Path:
         return self.workdir / f"{self.name}.log"
 
+    @abc.abstractmethod
     def argv(self) -> list[str]:
-        raise NotImplementedError
+        """The server's command line."""
 
     def start(self) -> float:
         """Start (or restart) and wait until it listens; the seconds that took."""

@@ -189,6 +189,47 @@ def test_every_api_refuses_a_version_above_ours_with_an_answer(
     assert "internal error" not in refbroker.log_file.read_text()
 
 
+def test_offset_commit_v10_is_refused_topic_by_topic_with_their_ids(
+    refbroker: RunningBroker,
+) -> None:
+    """Found by the full-size `make soak`: OffsetCommit v10 (KIP-848, topics named by id; we
+    serve v2-v9) closed the connection on an internal error, its refusal reading topic names
+    v10 does not have. Kafka answers UNSUPPORTED_VERSION on every partition, by topic id."""
+    schema = load_request_schema(8, 10)
+    topic_type = nested(schema, "OffsetCommitRequestTopic")
+    partition_type = nested(schema, "OffsetCommitRequestPartition")
+    ids = (uuid.UUID(int=11), uuid.UUID(int=12))
+    request = build(
+        schema,
+        group_id="g",
+        generation_id_or_member_epoch=1,
+        member_id="m",
+        group_instance_id=None,
+        topics=tuple(
+            topic_type(
+                topic_id=topic_id,
+                partitions=tuple(
+                    partition_type(
+                        partition_index=index, committed_offset=5, committed_metadata=None
+                    )
+                    for index in (0, 1)
+                ),
+            )
+            for topic_id in ids
+        ),
+    )
+    with refbroker.client() as client:
+        response = client.request(request)
+    assert [
+        (t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
+        for t in response.topics
+    ] == [
+        (i, [(0, ErrorCode.unsupported_version), (1, ErrorCode.unsupported_version)]) for i in ids
+    ]
+    assert still_serving(refbroker)
+    assert "internal error" not in refbroker.log_file.read_text()
+
+
 @pytest.mark.parametrize("version", [10, 11])
 def test_metadata_before_v12_refuses_null_names_and_topic_ids_as_kafka_does(
     refbroker: RunningBroker, version: int

@@ -48,26 +48,40 @@ PRODUCE = 0
 FETCH = 1
 """The one API the broker holds for as long as the request asks (max_wait)."""
 MAX_FINDINGS = 20
+"""Failures kept with their frame (every failure up to this many)."""
+MAX_EXAMPLES = 3
+"""Frames kept of each explained silence, as examples of what explains it."""
 
 
 @dataclass
 class FrameTally:
-    """Every frame's outcome, by mutation and by API; failures kept as findings (hex)."""
+    """Every frame's outcome, by mutation and by API; failures kept as findings (hex), a few
+    examples of each explained silence beside them."""
 
     outcomes: Counter[str] = field(default_factory=Counter)
     by_mutation: dict[str, Counter[str]] = field(default_factory=dict)
     by_api: Counter[str] = field(default_factory=Counter)
     connections: int = 0
     findings: list[dict[str, object]] = field(default_factory=list)
+    examples: list[dict[str, object]] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
 
     def add(self, frame: Frame, outcome: str) -> None:
         self.outcomes[outcome] += 1
         self.by_mutation.setdefault(frame.mutation, Counter())[outcome] += 1
         self.by_api[api_name(frame.api_key)] += 1
-        if outcome not in ("answered", "closed") and len(self.findings) < MAX_FINDINGS:
-            self.findings.append(
+        if outcome in FAILURES:
+            kept, room = self.findings, len(self.findings) < MAX_FINDINGS
+        elif outcome in ("answered", "closed"):
+            return
+        else:
+            kept = self.examples
+            room = sum(1 for e in kept if e["outcome"] == outcome) < MAX_EXAMPLES
+        if room:
+            kept.append(
                 {
                     "index": frame.index,
+                    "at_s": round(time.monotonic() - self.started, 1),
                     "api": api_name(frame.api_key),
                     "version": frame.api_version,
                     "mutation": frame.mutation,

@@ -65,6 +65,8 @@ class Watch(Background):
     liveness_checks: int = 0
     liveness_failures: int = 0
     max_liveness_s: float = 0.0
+    failures_at_s: list[float] = field(default_factory=list)
+    """When each failed check began, in seconds from the watch's start."""
 
     thread_name: ClassVar[str] = "soak-watch"
 
@@ -76,6 +78,7 @@ class Watch(Background):
         self.stop()
 
     def _run(self) -> None:
+        started = time.monotonic()
         next_liveness = 0.0
         while not self._stop.wait(SAMPLE_INTERVAL_S):
             if (rss := self.server.rss_bytes()) is not None:
@@ -85,6 +88,7 @@ class Watch(Background):
                 self.liveness_checks += 1
                 if not self.server.answers(LIVENESS_TIMEOUT_S):
                     self.liveness_failures += 1
+                    self.failures_at_s.append(round(begin - started, 1))
                 self.max_liveness_s = max(self.max_liveness_s, time.monotonic() - begin)
                 next_liveness = time.monotonic() + 2.0
 
@@ -113,6 +117,7 @@ def _server_figures(server: ServerProcess, watch: Watch, alive: bool) -> dict[st
             "checks": watch.liveness_checks,
             "failures": watch.liveness_failures,
             "max_seconds": round(watch.max_liveness_s, 3),
+            "failures_at_s": watch.failures_at_s,
         },
         "memory": watch.memory(),
     }
@@ -177,4 +182,5 @@ def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
         "internal_error_messages": dict(errors.most_common(20)),
         "ledger": ledger_check.figures(),
         "findings": tally.findings,
+        "explained_silences": tally.examples,
     }

@@ -262,23 +262,37 @@ def _unknown_partitions(ctx: RequestContext, topics: Any) -> dict[TopicPartition
     }
 
 
+def _topic_key(topic: Any) -> str:
+    """The name a request topic goes by: its name, or its id where the version has no names."""
+    name = getattr(topic, "name", None)
+    return str(topic.topic_id) if name is None else str(name)
+
+
+def _topic_identity(topic: Any) -> dict[str, Any]:
+    if hasattr(topic, "name"):
+        return {"name": topic.name}
+    return {"topic_id": topic.topic_id}
+
+
 def _topic_partitions_response(
     ctx: RequestContext,
     topics: Any,
     errors: dict[TopicPartition, ErrorCode],
     names: tuple[str, str],
 ) -> tuple[object, ...]:
-    """topics -> partitions -> error_code, in request order (OffsetCommit, OffsetDelete)."""
+    """topics -> partitions -> error_code, in request order (OffsetCommit, OffsetDelete).
+
+    OffsetCommit v10 (not served: it is only refused) names topics by id, as the answer does."""
     topic_type, partition_type = (nested(ctx.response_type, name) for name in names)
     return tuple(
         build(
             topic_type,
-            name=topic.name,
+            **_topic_identity(topic),
             partitions=tuple(
                 build(
                     partition_type,
                     partition_index=part.partition_index,
-                    error_code=errors.get((topic.name, part.partition_index), E.none),
+                    error_code=errors.get((_topic_key(topic), part.partition_index), E.none),
                 )
                 for part in topic.partitions
             ),
@@ -322,7 +336,9 @@ class OffsetCommitHandler(ApiHandler):
         return self._response(ctx, request, errors)
 
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
-        errors = {(t.name, p.partition_index): error for t in request.topics for p in t.partitions}
+        errors = {
+            (_topic_key(t), p.partition_index): error for t in request.topics for p in t.partitions
+        }
         return self._response(ctx, request, errors)
 
     def _response(

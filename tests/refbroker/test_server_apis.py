@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 
 from crafted import (
@@ -304,3 +305,44 @@ def test_describe_cluster_names_this_broker(start_refbroker: StartBroker) -> Non
     assert response.error_code is ErrorCode.none
     assert response.controller_id == 3
     assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [(3, "127.0.0.1", 9192)]
+
+
+def test_idle_producers_expire_on_the_periodic_check_without_appending_again(
+    start_refbroker: StartBroker,
+) -> None:
+    """Found while sizing the soak's 100,000 producer ids: expiry ran only when the same
+    producer appended again, so producers that went away stayed forever. Kafka's
+    PeriodicProducerExpirationCheck (producer.id.expiration.check.interval.ms) drops them."""
+    broker = start_refbroker(
+        "--producer-id-expiration-ms", "1500",
+        "--producer-id-expiration-check-interval-ms", "200",
+    )  # fmt: skip
+    broker.create_topic("idle", 2)
+    describe = DescribeProducersRequest(
+        topics=(TopicRequest(name="idle", partition_indexes=(0, 1)),)
+    )
+    with broker.client() as client:
+        idle = [init_producer_id(client) for _ in range(3)]
+        for n, (pid, epoch) in enumerate(idle):
+            client.request(produce_request("idle", n % 2, batch_of(pid, epoch, 0, 1, "i")))
+        before = client.request(describe)
+        live, live_epoch = init_producer_id(client)
+        deadline = time.monotonic() + 15
+        sequence = 0
+        while time.monotonic() < deadline:  # the live producer keeps appending every 200 ms
+            client.request(
+                produce_request("idle", 0, batch_of(live, live_epoch, sequence, sequence, "l"))
+            )
+            sequence += 1
+            after = client.request(describe)
+            left = {
+                p.producer_id for part in after.topics[0].partitions for p in part.active_producers
+            }
+            if left == {live}:
+                break
+            time.sleep(0.2)
+    assert {
+        p.producer_id for part in before.topics[0].partitions for p in part.active_producers
+    } == {pid for pid, _ in idle}
+    assert left == {live}, f"idle producers still held after 15 s: {left - {live}}"
+    assert "expired" in broker.log_file.read_text()

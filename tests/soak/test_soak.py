@@ -20,6 +20,8 @@ SERVED = {key: (h.min_version, h.max_version) for key, h in api_handlers().items
 TINY_FRAMES = 3000
 TINY_PROXY_FRAMES = 1000
 TINY_CYCLES = 3
+TINY_LOAD_MIB = 8
+TINY_PRODUCER_IDS = 300
 
 
 def test_the_same_seed_gives_the_same_frames_and_another_seed_others() -> None:
@@ -86,7 +88,22 @@ def test_the_verdict_names_every_broken_promise() -> None:
             },
         },
     }
-    assert len(problems(results)) == 15
+    quiet_server = {"crashes": 0, "liveness": {"failures": 0}, "memory": {"growth_ratio": 1.0}}
+    results["load"] = {
+        "parameters": {"mebibytes": 8},
+        "streams": {
+            "none/direct": {"lost": 1, "failed": 0, "undelivered": 0, "mebibytes": 4.0},
+            "none/via_proxy": {"lost": 0, "failed": 0, "undelivered": 0, "mebibytes": 8.0},
+        },
+        "servers": {"proxy": quiet_server, "refbroker": quiet_server},
+    }
+    results["producer_ids"] = {
+        "waves": [{"producers": 10, "held_after_wave": 9, "left_after_expiry": 2}],
+        "rss_growth_second_wave": 2.0,
+        "servers": {"refbroker": quiet_server},
+        "ledger": {"lost": 0, "duplicates_within_session": 0, "acknowledged": 5},
+    }
+    assert len(problems(results)) == 20
 
 
 def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
@@ -95,6 +112,8 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
             sys.executable, "-m", "eoslab.soak",
             f"--frames={TINY_FRAMES}", f"--proxy-frames={TINY_PROXY_FRAMES}",
             f"--cycles={TINY_CYCLES}", "--seed=3",
+            f"--load-mib={TINY_LOAD_MIB}", f"--producer-ids={TINY_PRODUCER_IDS}",
+            "--producer-id-expiration-ms=2000",
             f"--out={tmp_path}",
         ],
         capture_output=True,
@@ -134,3 +153,13 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
     assert group["acknowledged_commits"] > 0
     assert group["restarts_with_committed_offset_behind_an_acknowledged_commit"] == 0
     assert group["committed_offset_at_end"] >= group["highest_commit"]
+    load = results["load"]
+    assert set(load["streams"]) == {"none/direct", "none/via_proxy", "lz4/direct", "lz4/via_proxy"}
+    for stream in load["streams"].values():
+        assert stream["mebibytes"] >= TINY_LOAD_MIB
+        assert stream["acknowledged"] == stream["in_log"] == stream["records"]
+    assert all(ratio > 0 for ratio in load["proxy_over_direct"].values())
+    assert load["servers"]["proxy"]["memory"]["max_rss_mb"] > 0
+    for wave in results["producer_ids"]["waves"]:
+        assert wave["appended"] == wave["held_after_wave"] == TINY_PRODUCER_IDS
+        assert wave["left_after_expiry"] == 0

@@ -26,6 +26,7 @@ from eoslab.refbroker.internal_topics import GROUP_METADATA_TOPIC
 from eoslab.refbroker.log_manager import LogManager, UnknownTopicOrPartitionError
 from eoslab.refbroker.pid_blocks import ProducerIdManager, producer_id_manager
 from eoslab.refbroker.producer_state import Rules
+from eoslab.refbroker.scheduler import LoopScheduler, Scheduler, Timer
 from eoslab.refbroker.topic_names import topic_name_error
 from eoslab.refbroker.transactions.transaction_coordinator import TransactionCoordinator
 from eoslab.refbroker.transactions.transaction_state_manager import TransactionStateManager
@@ -55,8 +56,9 @@ class ReferenceBroker:
     """Owns the LogManager, the ProducerIdManager, the GroupCoordinator and the
     TransactionCoordinator, and can lose them like a crashed process."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, scheduler: Scheduler | None = None) -> None:
         self.config = config
+        self.scheduler = scheduler or LoopScheduler()
         self.counters = BrokerCounters()
         self.request_faults = RequestFaults()
         self.fault_log = FaultLog(config.fault_log_path)
@@ -65,6 +67,19 @@ class ReferenceBroker:
         self.storage, self.producer_ids = self._open()
         self.groups = self._open_groups()
         self.transactions = self._open_transactions()
+        self._expiry: Timer | None = None
+        self._schedule_producer_expiry()
+
+    def _schedule_producer_expiry(self) -> None:
+        interval_s = self.config.producer_id_expiration_check_interval_ms / 1000
+        self._expiry = self.scheduler.call_later(interval_s, self._on_producer_expiry)
+
+    def _on_producer_expiry(self) -> None:
+        """Kafka's PeriodicProducerExpirationCheck: idle producers leave every partition."""
+        removed = self.storage.expire_producers(now_ms())
+        if removed:
+            log.info("expired %d idle producer state entries", removed)
+        self._schedule_producer_expiry()
 
     def _open(self) -> tuple[LogManager, ProducerIdManager]:
         self.config.log_dir.mkdir(parents=True, exist_ok=True)
@@ -166,6 +181,8 @@ class ReferenceBroker:
 
     def close(self) -> None:
         """Graceful shutdown: the storage layer flushes and writes its snapshots."""
+        if self._expiry is not None:
+            self._expiry.cancel()
         self.storage.close()
         self.producer_ids.close()
         self.groups.shutdown()

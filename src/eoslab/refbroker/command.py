@@ -14,6 +14,7 @@ from eoslab.refbroker.broker import ReferenceBroker
 from eoslab.refbroker.config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig
 from eoslab.refbroker.control import ControlApi
 from eoslab.refbroker.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     DEFAULT_RETAINED_BATCHES,
     Rules,
@@ -87,6 +88,9 @@ def serve(
     producer_id_expiration_ms: Annotated[
         int, typer.Option(min=1, help="producer.id.expiration.ms")
     ] = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    producer_id_expiration_check_interval_ms: Annotated[
+        int, typer.Option(min=1, help="producer.id.expiration.check.interval.ms")
+    ] = DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
     node_id: Annotated[int, typer.Option(min=0, help="broker.id")] = 1,
     auto_create_topics: Annotated[
         bool, typer.Option(help="Create unknown topics on Metadata/Produce (Kafka's option).")
@@ -132,6 +136,7 @@ def serve(
         fsync=fsync_mode,
         retained_batches=retained_batches,
         producer_id_expiration_ms=producer_id_expiration_ms,
+        producer_id_expiration_check_interval_ms=producer_id_expiration_check_interval_ms,
         auto_create_topics=auto_create_topics,
         max_frame_bytes=max_frame_bytes,
         fault_log=fault_log,

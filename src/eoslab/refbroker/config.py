@@ -9,6 +9,7 @@ from typing import Literal
 from eoslab.refbroker.groups.group_coordinator import GroupConfig
 from eoslab.refbroker.log_manager import StorageConfig
 from eoslab.refbroker.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     DEFAULT_RETAINED_BATCHES,
     Rules,
@@ -40,6 +41,7 @@ class BrokerConfig:
     fsync: Literal["every-batch", "os"] = "every-batch"
     retained_batches: int = DEFAULT_RETAINED_BATCHES
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    producer_id_expiration_check_interval_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
     auto_create_topics: bool = False
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     fault_log: Path | None = None

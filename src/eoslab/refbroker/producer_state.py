@@ -56,9 +56,9 @@ Transactional batches (KIP-98, ProducerAppendInfo and ProducerStateManager of 3.
 detected; the state is still tracked, open transactions included, so DescribeProducers, the LSO
 and read_committed fetches still see it.
 
-Kafka checks expiry every 10 minutes (producer.id.expiration.check.interval.ms); the reference
-broker additionally checks the appending producer at every append, so short expiry times used by
-scenarios take effect deterministically.
+Kafka checks expiry every 10 minutes (producer.id.expiration.check.interval.ms); so does the
+reference broker (the same option), and it additionally checks the appending producer at every
+append, so short expiry times used by scenarios take effect deterministically.
 """
 
 from __future__ import annotations
@@ -77,6 +77,8 @@ NO_TIMESTAMP = -1
 NO_OFFSET = -1
 DEFAULT_RETAINED_BATCHES = 5  # ProducerStateEntry.NumBatchesToRetain
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
+DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
+"""producer.id.expiration.check.interval.ms: how often every partition drops its idle producers."""
 
 
 class Rules(enum.StrEnum):

@@ -1,8 +1,10 @@
-"""`make soak`: malformed frames and crash cycles against the reference broker, figures as JSON.
+"""`make soak`: malformed frames, crash cycles, a sustained load through the proxy and 100,000
+producer ids against the reference broker, figures as JSON.
 
 Writes bench/results/soak-<UTC time>.json (machine, parameters, figures, verdict) and prints a
 short table. Exits 1 when a figure that must be zero is not (crashes, hangs, lost or
-duplicated records, internal errors, a log that reloads short).
+duplicated records, internal errors, a log that reloads short, producer state that does not
+expire, memory that grows).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from rich.table import Table
 
 from eoslab.settings import project_root
 from eoslab.soak.crash_cycles import CrashParams, run_crash_cycles
+from eoslab.soak.load import LoadParams, run_load
 from eoslab.soak.malformed import MalformedParams, run_malformed
+from eoslab.soak.producer_ids import ProducerIdParams, run_producer_ids
 from eoslab.soak.verdict import problems
 
 app = typer.Typer(add_completion=False)
@@ -84,7 +88,39 @@ def _table(results: dict[str, object]) -> Table:
         ]  # fmt: skip
         for name, value in rows:
             table.add_row(name, str(value))
+    for name, value in _load_rows(results.get("load")) + _producer_id_rows(
+        results.get("producer_ids")
+    ):
+        table.add_row(name, str(value))
     return table
+
+
+def _load_rows(load: object) -> list[tuple[str, object]]:
+    if not isinstance(load, dict):
+        return []
+    rows: list[tuple[str, object]] = []
+    for name, stream in load["streams"].items():
+        rows.append(
+            (f"load {name}: MiB, MiB/s, lost", f"{stream['mebibytes']}, {stream['mib_per_s']}, "
+             f"{stream['lost']}")
+        )  # fmt: skip
+    for compression, ratio in load["proxy_over_direct"].items():
+        rows.append((f"load {compression}: proxy / direct", ratio))
+    memory = load["servers"]["proxy"]["memory"]
+    rows.append(("load: proxy max RSS (MB), growth", f"{memory.get('max_rss_mb')}, "
+                 f"x{memory.get('growth_ratio')}"))  # fmt: skip
+    return rows
+
+
+def _producer_id_rows(figures: object) -> list[tuple[str, object]]:
+    if not isinstance(figures, dict):
+        return []
+    return [
+        (f"producer ids wave {n}: held / left after expiry / RSS MB",
+         f"{wave['held_after_wave']} / {wave['left_after_expiry']} / "
+         f"{wave['rss_mb_holding_them']}")
+        for n, wave in enumerate(figures["waves"], start=1)
+    ]  # fmt: skip
 
 
 @app.command()
@@ -109,13 +145,27 @@ def soak(
     cycles_max_seconds: Annotated[
         float, typer.Option(min=1, help="No kill after this long (cycles done are reported).")
     ] = 420.0,
+    load_mib: Annotated[
+        int,
+        typer.Option(
+            min=0, help="MiB of record values per load stream, direct and via the proxy (0: skip)."
+        ),
+    ] = 1024,
+    producer_ids: Annotated[
+        int, typer.Option(min=0, help="Idle producer ids per wave (two waves; 0: skip).")
+    ] = 100_000,
+    producer_id_expiration_ms: Annotated[
+        int,
+        typer.Option(min=1000, help="producer.id.expiration.ms of the producer-id soak's broker."),
+    ] = ProducerIdParams.expiration_ms,
     seed: Annotated[int, typer.Option(help="Seed of the frames and of the kill timing.")] = 0,
     workers: Annotated[int, typer.Option(min=1, help="Concurrent fuzz connections.")] = 8,
     timeout_s: Annotated[float, typer.Option(min=0.1, help="Seconds to wait for an answer.")] = 5.0,
     out: Annotated[Path | None, typer.Option(help="Folder for the JSON.")] = None,
 ) -> None:
-    """Malformed frames at the reference broker, the same frames through the chaos proxy, then
-    kill -9 cycles under a producer and a committing consumer group."""
+    """Malformed frames at the reference broker, the same frames through the chaos proxy, kill -9
+    cycles under a producer and a committing consumer group, a sustained stream through the
+    proxy against the same stream direct, then waves of idle producer ids that must expire."""
     folder = out or project_root() / "bench" / "results"
     started = time.time()
     results: dict[str, object] = {
@@ -138,6 +188,11 @@ def soak(
         if cycles:
             crash = CrashParams(cycles, seed=seed, max_seconds=cycles_max_seconds)
             results["crash_cycles"] = run_crash_cycles(crash, Path(work))
+        if load_mib:
+            results["load"] = run_load(LoadParams(load_mib, seed=seed), Path(work))
+        if producer_ids:
+            ids = ProducerIdParams(producer_ids, expiration_ms=producer_id_expiration_ms)
+            results["producer_ids"] = run_producer_ids(ids, Path(work))
     results["seconds"] = round(time.time() - started, 1)
     found = problems(results)
     results["verdict"] = {"ok": not found, "problems": found}

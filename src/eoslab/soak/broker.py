@@ -142,9 +142,9 @@ class ServerProcess(abc.ABC):
             )
         return {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in response.api_keys}
 
-    def create_topics(self, names: tuple[str, ...]) -> None:
+    def create_topics(self, names: tuple[str, ...], partitions: int = 1) -> None:
         for name in names:
-            create_topic(self.bootstrap, name, partitions=1, replication=1)
+            create_topic(self.bootstrap, name, partitions=partitions, replication=1)
 
 
 @dataclass
@@ -152,6 +152,8 @@ class BrokerProcess(ServerProcess):
     """`python -m eoslab.refbroker serve` on ``workdir/data``, restartable on the same ports."""
 
     fsync: str = "every-batch"
+    options: tuple[str, ...] = ()
+    """Further `serve` options (the producer-id soak's expiry settings)."""
     name: ClassVar[str] = "refbroker"
 
     @property
@@ -168,6 +170,7 @@ class BrokerProcess(ServerProcess):
             f"--log-file={self.log_path}",
             "--log-level=ERROR",  # internal errors only: bad input is routine here
             "--group-initial-rebalance-delay-ms=0",
+            *self.options,
         ]  # fmt: skip
 
 

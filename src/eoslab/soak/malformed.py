@@ -108,7 +108,7 @@ class Watch(Background):
         }
 
 
-def _server_figures(server: ServerProcess, watch: Watch, alive: bool) -> dict[str, object]:
+def server_figures(server: ServerProcess, watch: Watch, alive: bool) -> dict[str, object]:
     cpu = server.cpu_seconds()
     return {
         "crashes": 0 if alive else 1,
@@ -149,7 +149,7 @@ def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
             )
             ledger.stop()
         figures = {
-            server.name: _server_figures(server, watch, server.alive())
+            server.name: server_figures(server, watch, server.alive())
             for server, watch in zip(servers, watches, strict=True)
         }
         if proxy is not None:

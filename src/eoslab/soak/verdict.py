@@ -69,6 +69,43 @@ def crash_problems(figures: dict[str, Any]) -> list[str]:
     return found + _ledger_problems("crash", figures["ledger"])
 
 
+def load_problems(figures: dict[str, Any]) -> list[str]:
+    found = []
+    wanted = figures["parameters"]["mebibytes"]
+    for name, stream in figures["streams"].items():
+        if stream["lost"] or stream["failed"] or stream["undelivered"]:
+            found.append(
+                f"load {name}: {stream['lost']} lost, {stream['failed']} failed, "
+                f"{stream['undelivered']} undelivered"
+            )
+        if stream["mebibytes"] < wanted:
+            found.append(f"load {name}: only {stream['mebibytes']} of {wanted} MiB in time")
+    for name, server in figures["servers"].items():
+        found += _server_problems("load", name, server)
+    return found
+
+
+MAX_SECOND_WAVE_RSS_GROWTH = 1.25
+"""The broker's RSS holding the second wave of producer ids at most this many times the first's
+(the expired state's memory is reused)."""
+
+
+def producer_id_problems(figures: dict[str, Any]) -> list[str]:
+    found = []
+    for n, wave in enumerate(figures["waves"], start=1):
+        if wave["held_after_wave"] != wave["producers"]:
+            found.append(
+                f"producer ids wave {n}: {wave['held_after_wave']} of {wave['producers']} held"
+            )
+        if wave["left_after_expiry"]:
+            found.append(f"producer ids wave {n}: {wave['left_after_expiry']} never expired")
+    if figures["rss_growth_second_wave"] > MAX_SECOND_WAVE_RSS_GROWTH:
+        found.append(f"producer ids: RSS grew x{figures['rss_growth_second_wave']} in wave 2")
+    for name, server in figures["servers"].items():
+        found += _server_problems("producer ids", name, server)
+    return found + _ledger_problems("producer ids", figures["ledger"])
+
+
 def problems(results: dict[str, Any]) -> list[str]:
     """Every broken promise in a soak's results (empty: the soak passed)."""
     found = []
@@ -77,4 +114,8 @@ def problems(results: dict[str, Any]) -> list[str]:
             found += malformed_problems(phase, results[phase])
     if "crash_cycles" in results:
         found += crash_problems(results["crash_cycles"])
+    if "load" in results:
+        found += load_problems(results["load"])
+    if "producer_ids" in results:
+        found += producer_id_problems(results["producer_ids"])
     return found

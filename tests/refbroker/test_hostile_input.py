@@ -15,8 +15,11 @@ from kio.index import KioIndexError, load_request_schema
 from kio.schema.api_versions.v0 import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3 import ApiVersionsRequest
 from kio.schema.api_versions.v4 import ApiVersionsRequest as ApiVersionsRequestV4
+from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
+from kio.schema.metadata.v12 import MetadataRequest
+from kio.schema.metadata.v12.request import MetadataRequestTopic
 from kio.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
 from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
 from kio.serial import entity_reader
@@ -35,6 +38,13 @@ from eoslab.soak.mutator import build_entity
 
 NO_WAIT = datetime.timedelta(0)
 API_VERSIONS = ApiVersionsRequest(client_software_name="eoslab-tests", client_software_version="1")
+
+
+def metadata_request(topic: str) -> MetadataRequest:
+    return MetadataRequest(
+        topics=(MetadataRequestTopic(topic_id=None, name=topic),),
+        include_topic_authorized_operations=False,
+    )
 
 
 def still_serving(broker: RunningBroker) -> bool:
@@ -276,3 +286,33 @@ def test_a_count_beyond_the_frame_closes_the_connection_and_the_broker_lives(
         assert closed_by_broker(sock)
     assert still_serving(refbroker)
     assert "collection of size 9788855015" in refbroker.log_file.read_text()
+
+
+def test_a_topic_of_a_thousand_partitions_does_not_stall_other_clients(
+    refbroker: RunningBroker,
+) -> None:
+    """Found by the full-size `make soak`: a mutated CreateTopics asking for 6,145 partitions
+    held the broker's loop for ~14 s (a few fsyncs per partition), so every other client hung
+    (15 frames unanswered, a 10 s liveness stall). Partitions are now created one at a time
+    with the loop serving others in between, and the topic appears whole at the end."""
+    partitions = 1000
+    topic = CreatableTopic(
+        name="wide", num_partitions=partitions, replication_factor=1, assignments=(), configs=()
+    )
+    create = CreateTopicsRequest(topics=(topic,), timeout=datetime.timedelta(seconds=60))
+    with refbroker.client() as creator:
+        creator.send(create)
+        with refbroker.client() as other:  # answered while the creation is under way
+            assert other.request(API_VERSIONS).error_code is ErrorCode.none
+            seen = other.request(metadata_request("wide"))
+        assert not creator.answer_ready(0), "the creation ended before the other client's turn"
+        assert creator.answer_ready(120)
+        created = creator.receive()
+    assert seen.topics[0].error_code is ErrorCode.unknown_topic_or_partition  # not half-made
+    assert (created.topics[0].error_code, created.topics[0].num_partitions) == (
+        ErrorCode.none,
+        partitions,
+    )
+    with refbroker.client() as client:
+        assert len(client.request(metadata_request("wide")).topics[0].partitions) == partitions
+    assert "internal error" not in refbroker.log_file.read_text()

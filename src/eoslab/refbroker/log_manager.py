@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -80,6 +81,7 @@ class LogManager:
         config.data_dir.mkdir(parents=True, exist_ok=True)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._topic_ids: dict[str, uuid.UUID] = {}
+        self._creating: set[str] = set()
         for directory in sorted(config.data_dir.iterdir()):
             match = PARTITION_DIR.fullmatch(directory.name)
             if directory.is_dir() and match:
@@ -104,6 +106,12 @@ class LogManager:
             log.producers.rules = self._rules
 
     def _open(self, topic: str, partition: int) -> PartitionLog:
+        log = self._new_log(topic, partition)
+        self._logs[topic, partition] = log
+        return log
+
+    def _new_log(self, topic: str, partition: int) -> PartitionLog:
+        """A partition opened (created if new, recovered otherwise) but not yet registered."""
         producers = ProducerStateManager(
             self._rules, self._retained_batches, self.config.producer_id_expiration_ms
         )
@@ -116,27 +124,52 @@ class LogManager:
             segment_bytes=self.config.segment_bytes,
             max_batch_bytes=self.config.max_batch_bytes,
         )
-        self._logs[topic, partition] = log
         return log
 
     def create_topic(self, name: str, partitions: int) -> None:
+        for _ in self.create_topic_steps(name, partitions):
+            pass
+
+    def create_topic_steps(self, name: str, partitions: int) -> Iterator[int]:
+        """Create a topic one partition at a time, yielding after each (each costs a few
+        fsyncs: thousands would stall the broker's loop for seconds). The name is reserved from
+        the first step (a second creation gets TopicExistsError); the topic is published, all
+        partitions at once, after the last."""
         if not LEGAL_TOPIC.fullmatch(name) or name in {".", ".."}:
             raise InvalidTopicError(f"illegal topic name {name!r}")
         if partitions < 1:
             raise InvalidTopicError(f"a topic needs at least one partition, got {partitions}")
-        if name in self.topics():
+        if name in self.topics() or name in self._creating:
             raise TopicExistsError(name)
-        topic_id = self._topic_ids[name] = uuid.uuid4()
-        for partition in range(partitions):
-            _write_topic_id(self._open(name, partition).directory, topic_id)
+        self._creating.add(name)
+        try:
+            topic_id = uuid.uuid4()
+            created = {}
+            for partition in range(partitions):
+                log = self._new_log(name, partition)
+                _write_topic_id(log.directory, topic_id)
+                created[name, partition] = log
+                yield partition
+            self._topic_ids[name] = topic_id
+            self._logs.update(created)
+        finally:
+            self._creating.discard(name)
 
     def delete_topic(self, name: str) -> None:
+        for _ in self.delete_topic_steps(name):
+            pass
+
+    def delete_topic_steps(self, name: str) -> Iterator[int]:
+        """Delete a topic: gone from every lookup at once, then its partitions' files one
+        partition at a time, yielding after each."""
         doomed = [key for key in self._logs if key[0] == name]
         if not doomed:
             raise UnknownTopicOrPartitionError(name)
-        for key in doomed:
-            self._logs.pop(key).delete()
+        logs = [self._logs.pop(key) for key in doomed]
         del self._topic_ids[name]
+        for log in logs:
+            log.delete()
+            yield log.partition
 
     def topics(self) -> dict[str, int]:
         counts: dict[str, int] = {}

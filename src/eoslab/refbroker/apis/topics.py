@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -12,6 +14,7 @@ from eoslab.refbroker.apis.metadata import NO_TOPIC_ID
 from eoslab.refbroker.config import AUTO_CREATE_PARTITIONS
 from eoslab.refbroker.log_manager import (
     InvalidTopicError,
+    LogManager,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -20,6 +23,15 @@ from eoslab.refbroker.topic_names import topic_name_error
 
 BROKER_DEFAULT = -1
 MAX_PARTITIONS = 10_000
+
+
+async def _stepwise(ctx: RequestContext, storage: LogManager, steps: Iterator[int]) -> None:
+    """Run a topic's creation or deletion on ``storage``, letting the loop serve others between
+    partitions; a crash-restart meanwhile ends it (the crashed storage must not act any more)."""
+    for _ in steps:
+        await asyncio.sleep(0)
+        if ctx.broker.storage is not storage:
+            raise ConnectionAbortedError("the broker crash-restarted during a topic operation")
 
 
 class CreateTopicsHandler(ApiHandler):
@@ -33,7 +45,10 @@ class CreateTopicsHandler(ApiHandler):
             error, message, partitions = self._validate(ctx, topic)
             if error is ErrorCode.none and not request.validate_only:
                 try:
-                    ctx.broker.storage.create_topic(topic.name, partitions)
+                    storage = ctx.broker.storage
+                    await _stepwise(
+                        ctx, storage, storage.create_topic_steps(topic.name, partitions)
+                    )
                 except TopicExistsError:
                     error, message = (
                         ErrorCode.topic_already_exists,
@@ -119,7 +134,8 @@ class DeleteTopicsHandler(ApiHandler):
                 outcomes.append((name, topic_id, ErrorCode.unknown_topic_or_partition))
                 continue
             try:
-                ctx.broker.storage.delete_topic(name)
+                storage = ctx.broker.storage
+                await _stepwise(ctx, storage, storage.delete_topic_steps(name))
             except UnknownTopicOrPartitionError:
                 outcomes.append((name, topic_id, ErrorCode.unknown_topic_or_partition))
             else:

@@ -120,12 +120,13 @@ def make_run(
     mode: HandlerMode | None = None,
     kill_took_effect: bool = True,
     transactional: bool = False,
+    history: bool = True,
 ) -> Path:
     """A finished run with two faults (lost acks through the proxy, a kill); ``checked`` False
     leaves no verdict (as when the checker crashed); with a ``mode`` it had a consumer
     workload in that mode; ``kill_took_effect`` False makes it invalid (the kill found its
     broker dead already); ``transactional``: its producers were transactional, read
-    read_committed."""
+    read_committed; ``history`` False leaves its history empty (nothing acked to plot)."""
     run_id = f"{cell_name(scenario, mode)}-{target}-{started_ms}"
     run = RunDir.for_run(run_id, root).create()
     info = RunInfo(
@@ -170,7 +171,8 @@ def make_run(
         ],
     )
     run.write_info(info)
-    _history(run, run_id)
+    if history:
+        _history(run, run_id)
     if mode is not None:
         _consumption(run, run_id)
     for ts, step, kind, where, phase in (

@@ -1,5 +1,6 @@
 """The matrix report as a browser shows it: headless Chromium renders it, takes a screenshot,
-and dumps the DOM, whose matrix table must hold every cell with its status."""
+and dumps the DOM, whose matrix table must hold every cell with its status, and whose cells
+table each cell's timeline and history strip."""
 
 from __future__ import annotations
 
@@ -103,3 +104,8 @@ def test_chromium_renders_the_matrix_with_every_cell(tmp_path: Path) -> None:
     assert href is not None
     assert (index.parent / href).resolve().is_file()
     assert "2 of 4 cells conform" in " ".join(done.stdout.split())
+    cells = done.stdout[done.stdout.index('id="cells"') :]
+    assert cells.count('<svg xmlns="http://www.w3.org/2000/svg" class="timeline"') == 4
+    assert cells.count('class="fault-window"') == 4
+    assert cells.count('class="night conforms tonight"') == 2
+    assert cells.count('class="night does_not_conform tonight"') == 1

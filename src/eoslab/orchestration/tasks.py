@@ -27,6 +27,7 @@ from eoslab.probe.every_flow import (
     read_summaries,
     write_summaries,
 )
+from eoslab.report.history import FlakyCell
 from eoslab.report.render import read_summary, write_nightly_report, write_run_report
 from eoslab.rundir import cell_name
 from eoslab.runtime.airflow import LAB_POOL, SPARK_CONN
@@ -182,10 +183,13 @@ def nightly_report(night: str) -> dict[str, Any]:
     index = write_nightly_report(run_dirs, name=night, probe_diffs=diffs)
     log.info("matrix report: %s", index)
     summary = read_summary(index)
+    for flaky in map(FlakyCell.from_json, summary["flaky"]):
+        log.info("flaky: %s", flaky.label)
     return {
         "index": str(index),
         "conforms": summary["conforms"],
         "cells": summary["outcomes"],
+        "flaky": summary["flaky"],
         "probe_diffs": [flow.model_dump() for flow in diffs],
     }
 

@@ -6,11 +6,18 @@ the consumption ledger (processings per second by what they did to the sink, red
 committed lag per partition, the group generations) and ``faults.jsonl`` (a window from each
 ``start`` to its ``end``, a line for an ``instant``), on the run's own clock: seconds since its
 first send. Figures are inline SVG, so a report stays one self-contained file.
+
+The run page's figures are drawn by matplotlib; the nightly page's per-cell timeline
+(:func:`timeline_svg`) is a sparkline of the same series (:func:`acked_series`) and the same
+fault spans (:func:`fault_spans`), written as a few SVG elements by hand: small, without
+element ids (one per cell on a page), and fast for a matrix of many cells.
 """
 
 from __future__ import annotations
 
 import io
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +31,8 @@ from eoslab.fault_events import FaultPhase, read_events
 from eoslab.rundir import RunDir
 
 FAULT_COLOUR = "#d62728"
+THROUGHPUT_COLOUR = "#1f77b4"
+LATENCY_COLOUR = "#2ca02c"
 GENERATION_COLOUR = "#7f7f7f"
 MAX_LAG_LINES = 8
 """Partitions drawn one line each in the lag plot; more are drawn as their sum."""
@@ -94,19 +103,89 @@ def _bins(end_s: float) -> tuple[np.ndarray, float]:
     return np.arange(0, end_s + 2 * width_s, width_s), width_s
 
 
+@dataclass(frozen=True)
+class FaultSpan:
+    """A :class:`FaultWindow` on a run's own clock (seconds since its first send)."""
+
+    label: str
+    start_s: float
+    end_s: float | None
+    """None: an instant; an unpaired start lasts to the end of the run."""
+
+
+def fault_spans(faults_jsonl: Path, origin_ms: int, end_s: float) -> list[FaultSpan]:
+    """The run's :func:`fault_windows` in seconds since ``origin_ms``; a window still open when
+    the run ended lasts to ``end_s``."""
+    spans = []
+    for window in fault_windows(faults_jsonl):
+        start = (window.start_ms - origin_ms) / 1000
+        if window.end_ms is None:
+            end = None
+        else:
+            end = end_s if window.end_ms < 0 else (window.end_ms - origin_ms) / 1000
+        spans.append(FaultSpan(window.label, start, end))
+    return spans
+
+
+@dataclass(frozen=True, eq=False)
+class AckedSeries:
+    """A run's acknowledged sends on its own clock: acks per second in :data:`BINS` bins (by
+    ack time), and each acked send's latency at its send time."""
+
+    origin_ms: int
+    """The first send: second 0."""
+    end_s: float
+    """The last send or ack."""
+    edges: np.ndarray
+    """Bin edges, seconds (one more than bins)."""
+    width_s: float
+    acks_per_s: np.ndarray
+    """Acknowledged records per second, per bin."""
+    send_s: np.ndarray
+    latency_ms: np.ndarray
+
+    def latency_quantile(self, q: float) -> np.ndarray:
+        """Per bin, the ``q`` quantile of the latency of the sends made in it (NaN: none)."""
+        which = np.digitize(self.send_s, self.edges) - 1
+        out = np.full(len(self.edges) - 1, np.nan)
+        for i in np.unique(which[(which >= 0) & (which < len(out))]):
+            out[i] = float(np.quantile(self.latency_ms[which == i], q))
+        return out
+
+
+def acked_series(run_dir: Path) -> AckedSeries | None:
+    """The run's :class:`AckedSeries`, or None when it acked nothing (or has no history)."""
+    history = _history(RunDir(run_dir).history_dir)
+    if history is None:
+        return None
+    origin = int(history["send_ms"].min())
+    ack_s = (history["ack_ms"].astype(np.int64) - origin) / 1000
+    send_s = (history["send_ms"].astype(np.int64) - origin) / 1000
+    end_s = float(max(ack_s.max(), send_s.max()))
+    edges, width_s = _bins(end_s)
+    acks, _ = np.histogram(ack_s, bins=edges)
+    return AckedSeries(
+        origin_ms=origin,
+        end_s=end_s,
+        edges=edges,
+        width_s=width_s,
+        acks_per_s=acks / width_s,
+        send_s=send_s,
+        latency_ms=history["latency_ms"].astype(float),
+    )
+
+
 def _draw_faults(axes: list[Any], faults_jsonl: Path, origin: int, end_s: float) -> None:
     """The fault windows on every axis, labelled on the first."""
-    for window in fault_windows(faults_jsonl):
-        start = (window.start_ms - origin) / 1000
+    for span in fault_spans(faults_jsonl, origin, end_s):
         for axis in axes:
-            if window.end_ms is None:
-                axis.axvline(start, color=FAULT_COLOUR, linewidth=1)
+            if span.end_s is None:
+                axis.axvline(span.start_s, color=FAULT_COLOUR, linewidth=1)
             else:
-                end = end_s if window.end_ms < 0 else (window.end_ms - origin) / 1000
-                axis.axvspan(start, end, color=FAULT_COLOUR, alpha=0.15)
+                axis.axvspan(span.start_s, span.end_s, color=FAULT_COLOUR, alpha=0.15)
         axes[0].annotate(
-            window.label,
-            (start, 1),
+            span.label,
+            (span.start_s, 1),
             xycoords=("data", "axes fraction"),
             fontsize=7,
             color=FAULT_COLOUR,
@@ -116,26 +195,142 @@ def _draw_faults(axes: list[Any], faults_jsonl: Path, origin: int, end_s: float)
 
 def run_figure_svg(run_dir: Path) -> str | None:
     """The SVG of the run's throughput and latency, or None when it acked nothing."""
-    run = RunDir(run_dir)
-    history = _history(run.history_dir)
-    if history is None:
+    series = acked_series(run_dir)
+    if series is None:
         return None
-    origin = int(history["send_ms"].min())
-    ack_s = (history["ack_ms"].astype(np.int64) - origin) / 1000
-    send_s = (history["send_ms"].astype(np.int64) - origin) / 1000
-    end_s = float(max(ack_s.max(), send_s.max()))
-    edges, width_s = _bins(end_s)
-    acks, _ = np.histogram(ack_s, bins=edges)
-
     figure = Figure(figsize=(9, 5))  # no pyplot: no global state, no GUI backend
     throughput, latency = figure.subplots(2, 1, sharex=True)
-    throughput.step(edges[:-1], acks / width_s, where="post", color="#1f77b4")
+    throughput.step(series.edges[:-1], series.acks_per_s, where="post", color=THROUGHPUT_COLOUR)
     throughput.set_ylabel("acked records / s")
-    latency.plot(send_s, history["latency_ms"], ".", markersize=2, color="#2ca02c")
+    latency.plot(series.send_s, series.latency_ms, ".", markersize=2, color=LATENCY_COLOUR)
     latency.set_ylabel("latency (ms)")
     latency.set_xlabel("seconds since the first send")
-    _draw_faults([throughput, latency], run.faults_jsonl, origin, end_s)
+    _draw_faults(
+        [throughput, latency], RunDir(run_dir).faults_jsonl, series.origin_ms, series.end_s
+    )
     return _inline_svg(figure)
+
+
+TIMELINE_WIDTH = 140
+TIMELINE_THROUGHPUT_HEIGHT = 24
+TIMELINE_LATENCY_HEIGHT = 14
+TIMELINE_GAP = 2
+TIMELINE_QUANTILE = 0.99
+
+
+def timeline_svg(run_dir: Path) -> str | None:
+    """A sparkline of the run for a matrix's cell, or None when it acked nothing: acked records
+    per second (a step line, top band), the p99 latency of each bin's sends (bottom band; each
+    band scaled to its own maximum), the fault windows shaded (``rect.fault-window``) and instant
+    faults as lines (``line.fault-instant``), each with its label as a tooltip."""
+    series = acked_series(run_dir)
+    if series is None:
+        return None
+    span_s = float(series.edges[-1]) or 1.0
+    height = TIMELINE_THROUGHPUT_HEIGHT + TIMELINE_GAP + TIMELINE_LATENCY_HEIGHT
+
+    def x(seconds: float) -> float:
+        return round(min(max(seconds, 0.0), span_s) / span_s * TIMELINE_WIDTH, 1)
+
+    p99 = series.latency_quantile(TIMELINE_QUANTILE)
+    spans = fault_spans(RunDir(run_dir).faults_jsonl, series.origin_ms, series.end_s)
+    described = "; ".join(
+        f"{s.label} at {s.start_s:.1f} s"
+        if s.end_s is None
+        else f"{s.label} {s.start_s:.1f}-{s.end_s:.1f} s"
+        for s in spans
+    )
+    svg = ET.Element(
+        "svg",
+        {
+            "xmlns": "http://www.w3.org/2000/svg",
+            "class": "timeline",
+            "width": str(TIMELINE_WIDTH),
+            "height": str(height),
+            "viewBox": f"0 0 {TIMELINE_WIDTH} {height}",
+            "role": "img",
+        },
+    )
+    ET.SubElement(svg, "title").text = (
+        f"{series.end_s:.1f} s; acked records/s (max {np.max(series.acks_per_s):.0f}), "
+        f"p99 latency (max {np.nanmax(p99):.0f} ms)"
+        + (f"; faults: {described}" if described else "; no faults")
+    )
+    ET.SubElement(
+        svg,
+        "rect",
+        {"width": str(TIMELINE_WIDTH), "height": str(height), "fill": "#fafafa"},
+    )
+    for span in spans:
+        if span.end_s is None:
+            shape = ET.SubElement(
+                svg,
+                "line",
+                {
+                    "class": "fault-instant",
+                    "x1": str(x(span.start_s)),
+                    "x2": str(x(span.start_s)),
+                    "y1": "0",
+                    "y2": str(height),
+                    "stroke": FAULT_COLOUR,
+                    "stroke-width": "1",
+                },
+            )
+        else:
+            shape = ET.SubElement(
+                svg,
+                "rect",
+                {
+                    "class": "fault-window",
+                    "x": str(x(span.start_s)),
+                    "y": "0",
+                    "width": str(max(x(span.end_s) - x(span.start_s), 1.0)),
+                    "height": str(height),
+                    "fill": FAULT_COLOUR,
+                    "fill-opacity": "0.2",
+                },
+            )
+        ET.SubElement(shape, "title").text = span.label
+    bands = (
+        ("throughput", series.acks_per_s, 0, TIMELINE_THROUGHPUT_HEIGHT, THROUGHPUT_COLOUR),
+        ("latency", p99, TIMELINE_THROUGHPUT_HEIGHT + TIMELINE_GAP, height, LATENCY_COLOUR),
+    )
+    for name, values, top, bottom, colour in bands:
+        ET.SubElement(
+            svg,
+            "path",
+            {
+                "class": name,
+                "d": _step_path(series.edges, values, x, top, bottom),
+                "fill": "none",
+                "stroke": colour,
+                "stroke-width": "1",
+            },
+        )
+    return ET.tostring(svg, encoding="unicode")
+
+
+def _step_path(
+    edges: np.ndarray,
+    values: np.ndarray,
+    x: Callable[[float], float],
+    top: float,
+    bottom: float,
+) -> str:
+    """An SVG path of ``values`` per bin as steps between ``edges``, scaled into the band from
+    ``top`` (the maximum) to ``bottom`` (zero); a bin without a value (NaN) breaks the line."""
+    peak = float(np.nanmax(values)) if np.any(~np.isnan(values)) else 0.0
+    scale = (bottom - top) / peak if peak > 0 else 0.0
+    parts: list[str] = []
+    move = True
+    for left, right, value in zip(edges[:-1], edges[1:], values, strict=True):
+        if np.isnan(value):
+            move = True
+            continue
+        y = round(bottom - value * scale, 1)
+        parts.append(f"{'M' if move else 'L'}{x(float(left))},{y}L{x(float(right))},{y}")
+        move = False
+    return "".join(parts)
 
 
 def consumer_figure_svg(run_dir: Path) -> str | None:

@@ -2,7 +2,7 @@
 
 Layout under the reports root (EOSLAB_REPORTS_DIR, default `reports/` in the checkout)::
 
-    reports/index.html                 the trend: conforming cells and run time per night
+    reports/index.html                 the trend: conforming cells, flaky cells, run time per night
     reports/runs/<run_id>/             one run: index.html, summary.json, junit.xml
     reports/nightly/<name>/            one matrix: index.html, summary.json, junit.xml
 
@@ -15,15 +15,32 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from eoslab.probe.every_flow import FlowSummary
+from eoslab.report.history import (
+    HISTORY_NIGHTS,
+    FlakyCell,
+    Night,
+    NightSquare,
+    flaky_cells,
+    read_nights,
+    strip,
+    summary_files,
+    window,
+)
 from eoslab.report.junit import junit_xml
 from eoslab.report.outcome import HALVES, RunOutcome, Status, latest_per_cell, load_outcome
-from eoslab.report.plots import consumer_figure_svg, run_figure_svg, trend_figure_svg
+from eoslab.report.plots import (
+    consumer_figure_svg,
+    run_figure_svg,
+    timeline_svg,
+    trend_figure_svg,
+)
 from eoslab.rundir import RunDir, VerdictStatus
 from eoslab.settings import lab_dir, reports_root
 
@@ -133,22 +150,69 @@ def write_run_report(run_dir: Path, reports: Path | None = None) -> Path:
     return _write(page_dir, html, outcome.to_json(), junit_xml(outcome.run_id, [outcome]))
 
 
+@dataclass(frozen=True)
+class CellRow:
+    """A row of the nightly page's cells table: the outcome, its timeline (None: no data),
+    its history strip with a link per night, and whether it is flaky."""
+
+    outcome: RunOutcome
+    anchor: str
+    """The row's id: the strips of later nights link to it."""
+    timeline: str | None
+    squares: list[tuple[NightSquare, str | None]]
+    """Oldest night first, each with the link to that night's row (None: no page)."""
+    flaky: FlakyCell | None
+
+
+def _anchor(cell: tuple[str, str]) -> str:
+    return f"cell-{cell[0]}--{cell[1]}"
+
+
+def _cell_rows(
+    outcomes: list[RunOutcome], nights: list[Night], flaky: list[FlakyCell], page_dir: Path
+) -> list[CellRow]:
+    flaky_by_cell = {(f.cell, f.target): f for f in flaky}
+    rows = []
+    for outcome in outcomes:
+        anchor = _anchor(outcome.cell)
+        squares = [
+            (square, f"{href}#{anchor}" if (href := _link(square.index, page_dir)) else None)
+            for square in strip(outcome.cell, nights)
+        ]
+        rows.append(
+            CellRow(
+                outcome=outcome,
+                anchor=anchor,
+                timeline=timeline_svg(Path(outcome.run_dir)),
+                squares=squares,
+                flaky=flaky_by_cell.get(outcome.cell),
+            )
+        )
+    return rows
+
+
 def write_nightly_report(
     run_dirs: list[Path],
     name: str | None = None,
     reports: Path | None = None,
     probe_diffs: list[FlowSummary] | None = None,
+    history_nights: int = HISTORY_NIGHTS,
 ) -> Path:
     """One matrix report over the given runs (the last run of each cell counts), with the
     night's probe diffs when there are any, plus every run's own page and the trend index;
     returns the matrix's index.html. The matrix conforms when every cell does and every probe
-    flow does."""
+    flow does. Each cell shows its timeline and its history strip over the last
+    ``history_nights`` nights the reports folder keeps (tonight included); the flaky ones
+    (:func:`eoslab.report.history.is_flaky`) are flagged, and listed in summary.json."""
     root = reports or reports_root()
     name = name or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     outcomes = latest_per_cell([load_outcome(Path(d)) for d in run_dirs])
     for outcome in outcomes:
         write_run_report(Path(outcome.run_dir), root)
     page_dir = root / "nightly" / name
+    tonight = Night(name, {o.cell: o.status for o in outcomes}, page_dir / "index.html")
+    nights = window(read_nights(root), tonight, history_nights)
+    flaky = flaky_cells([o.cell for o in outcomes], nights)
     summary = {
         "name": name,
         "generated": _now(),
@@ -163,6 +227,8 @@ def write_nightly_report(
             "conforming": sum(flow.conforms for flow in probe_diffs or []),
         },
         "run_time_s": _span_s(outcomes),
+        "history_nights": [night.name for night in nights],
+        "flaky": [cell.to_json() for cell in flaky],
         "outcomes": [
             {
                 "scenario": o.scenario,
@@ -184,7 +250,7 @@ def write_nightly_report(
         .get_template("nightly.html.j2")
         .render(
             summary=summary,
-            outcomes=outcomes,
+            cells=_cell_rows(outcomes, nights, flaky, page_dir),
             probe_diffs=probe_diffs or [],
             matrix=_matrix(outcomes, page_dir, root),
             trend_href=_link(root / "index.html", page_dir),
@@ -212,12 +278,19 @@ def read_summary(index: Path) -> dict[str, Any]:
 
 
 def write_trend(reports: Path | None = None) -> Path:
-    """reports/index.html: every nightly matrix, newest first, and the trend plot."""
+    """reports/index.html: every nightly matrix, newest first (with its flaky cells), and the
+    trend plot."""
     root = reports or reports_root()
     nights = []
-    for summary_file in sorted((root / "nightly").glob("*/summary.json")):
+    for summary_file in summary_files(root):
         summary = json.loads(summary_file.read_text())
-        nights.append({**summary, "href": _link(summary_file.parent / "index.html", root)})
+        nights.append(
+            {
+                **summary,
+                "href": _link(summary_file.parent / "index.html", root),
+                "flaky_cells": [FlakyCell.from_json(f) for f in summary.get("flaky", [])],
+            }
+        )
     html = (
         _templates()
         .get_template("trend.html.j2")

@@ -10,13 +10,14 @@ A cell's **history strip** is its status on each of the last :data:`HISTORY_NIGH
 to and including the night being reported (older nights first): conforms, does not conform,
 invalid, error (no verdict), or missing (the cell did not run that night).
 
-A cell is **flaky** (:func:`is_flaky`) when, among the nights of its strip on which it ran, at
-least one conforms and at least one does not conform or is invalid. Nights with no verdict
-(error) or on which it did not run count neither way.
+A cell is **flaky** (:func:`is_flaky`) when, among the nights of its strip on which it ran, its
+verdict changes between conforming and failing (does not conform, or invalid) at least twice.
+Nights with no verdict (error) or on which it did not run count neither way.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -116,11 +117,13 @@ def strip(cell: CellKey, nights: Sequence[Night]) -> list[NightSquare]:
 
 
 def is_flaky(statuses: Iterable[Status | None]) -> bool:
-    """Whether a cell flips between nights: among the nights it ran (``None``: it did not), at
-    least one :attr:`~Status.CONFORMS` and at least one :data:`FAILING` (does not conform, or
-    invalid). :attr:`~Status.ERROR` (no verdict) counts neither way."""
-    seen = set(statuses)
-    return Status.CONFORMS in seen and bool(seen & FAILING)
+    """Whether a cell flips back and forth between nights: among the nights it ran (``None``:
+    it did not) and got a verdict (:attr:`~Status.ERROR` counts neither way), its verdict
+    changes between conforming and failing (:data:`FAILING`: does not conform, or invalid) at
+    least twice. One change is a regression (green, then red) or a fix (red, then green): the
+    strip shows it, the badge does not cry wolf over it."""
+    verdicts = [s is Status.CONFORMS for s in statuses if s is Status.CONFORMS or s in FAILING]
+    return sum(a != b for a, b in itertools.pairwise(verdicts)) >= 2
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,12 @@ def test_the_verdict_names_every_broken_promise() -> None:
             "outcomes": {"answered": 5},
             "frames": 6,
             "ledger": ledger,
+            "consumer_group": {
+                "acknowledged_commits_lower_than_an_earlier_one": 1,
+                "committed_offset_at_end": 9,
+                "highest_commit": 9,
+                "acknowledged_commits": 0,
+            },
         },
         "crash_cycles": {
             "parameters": {"cycles": 3},
@@ -103,7 +109,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
         "servers": {"refbroker": quiet_server},
         "ledger": {"lost": 0, "duplicates_within_session": 0, "acknowledged": 5},
     }
-    assert len(problems(results)) == 20
+    assert len(problems(results)) == 22
 
 
 def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
@@ -144,6 +150,7 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
             assert server["exit_code_on_sigterm"] == 0
         assert malformed["ledger"]["lost"] == 0
         assert malformed["ledger"]["acknowledged"] > 0
+        assert malformed["consumer_group"]["acknowledged_commits"] > 0
     crash = results["crash_cycles"]
     assert crash["cycles"] == TINY_CYCLES
     assert crash["reloads_missing_acked_records"] == 0

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from eoslab.soak.background import Background
 from eoslab.soak.broker import BrokerProcess, ProxyProcess, ServerProcess
+from eoslab.soak.committer import Committer, committed_offset
 from eoslab.soak.frames import send_frames
 from eoslab.soak.ledger import LEDGER_TOPIC, LedgerProducer
 from eoslab.soak.mutator import FUZZ_TOPICS, Frame, FrameMutator
@@ -139,15 +140,18 @@ def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
         served = broker.served_versions()
         mutator = FrameMutator(params.seed, served)
         ledger = LedgerProducer(broker.bootstrap, params.ledger_rate)
+        committer = Committer(broker.bootstrap)
         servers: list[ServerProcess] = [broker] if proxy is None else [proxy, broker]
         with contextlib.ExitStack() as stack:
             watches = [stack.enter_context(Watch(server)) for server in servers]
             ledger.start()
+            committer.start()
             frames = _until(mutator, params.frames, params.max_seconds)
             tally, unresponsive, seconds = send_frames(
                 servers[0].port, frames, params.timeout_s, params.workers
             )
             ledger.stop()
+            committer.stop()
         figures = {
             server.name: server_figures(server, watch, server.alive())
             for server, watch in zip(servers, watches, strict=True)
@@ -158,6 +162,7 @@ def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
             broker.start()
         with broker.client(30.0) as client:
             ledger_check = ledger.check(client)
+            group = {**committer.figures(), "committed_offset_at_end": committed_offset(client)}
         figures[broker.name]["exit_code_on_sigterm"] = broker.stop()
         errors = internal_errors(broker.log_path)
     finally:
@@ -181,6 +186,7 @@ def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
         "internal_errors": sum(errors.values()),
         "internal_error_messages": dict(errors.most_common(20)),
         "ledger": ledger_check.figures(),
+        "consumer_group": group,
         "findings": tally.findings,
         "explained_silences": tally.examples,
     }

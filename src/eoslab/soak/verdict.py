@@ -43,7 +43,20 @@ def malformed_problems(where: str, figures: dict[str, Any]) -> list[str]:
         found.append(f"{where}: {figures['internal_errors']} internal errors in the broker log")
     if sum(figures["outcomes"].values()) != figures["frames"]:
         found.append(f"{where}: frames left unclassified")
+    found += _group_problems(where, figures["consumer_group"])
     return found + _ledger_problems(where, figures["ledger"])
+
+
+def _group_problems(where: str, group: dict[str, Any]) -> list[str]:
+    """The committing consumer group beside the soak: it commits, and never goes back."""
+    found = []
+    if group["acknowledged_commits_lower_than_an_earlier_one"]:
+        found.append(f"{where}: an acknowledged commit went below an earlier one")
+    if group["committed_offset_at_end"] < group["highest_commit"]:
+        found.append(f"{where}: the group's committed offset ended behind an acknowledged commit")
+    if not group["acknowledged_commits"]:
+        found.append(f"{where}: the consumer group committed nothing")
+    return found
 
 
 def crash_problems(figures: dict[str, Any]) -> list[str]:
@@ -58,12 +71,9 @@ def crash_problems(figures: dict[str, Any]) -> list[str]:
         )
     group = figures["consumer_group"]
     behind = group["restarts_with_committed_offset_behind_an_acknowledged_commit"]
-    if behind or group["acknowledged_commits_lower_than_an_earlier_one"]:
+    if behind:
         found.append(f"crash: committed offsets went backwards ({behind} restarts)")
-    if group["committed_offset_at_end"] < group["highest_commit"]:
-        found.append("crash: the group's committed offset ended behind an acknowledged commit")
-    if not group["acknowledged_commits"]:
-        found.append("crash: the consumer group committed nothing")
+    found += _group_problems("crash", group)
     if figures["cycles_without_progress"]:
         found.append(f"crash: {figures['cycles_without_progress']} cycles without an ack")
     return found + _ledger_problems("crash", figures["ledger"])

@@ -109,7 +109,24 @@ def test_the_verdict_names_every_broken_promise() -> None:
         "servers": {"refbroker": quiet_server},
         "ledger": {"lost": 0, "duplicates_within_session": 0, "acknowledged": 5},
     }
-    assert len(problems(results)) == 22
+    healthy_group = {
+        "acknowledged_commits_lower_than_an_earlier_one": 0,
+        "committed_offset_at_end": 9,
+        "highest_commit": 9,
+        "acknowledged_commits": 3,
+    }
+    results["kafka_cycles"] = {
+        "parameters": {"targets": ["kafka"]},
+        "kafka": {
+            "failed_recoveries": ["kafka-2: not registered"],
+            "cycles": 1,
+            "leadership_moved": 0,
+            "cycles_without_progress": 0,
+            "consumer_group": healthy_group,
+            "ledger": {"lost": 0, "duplicates_within_session": 0, "acknowledged": 5},
+        },
+    }
+    assert len(problems(results)) == 24
 
 
 def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
@@ -119,7 +136,7 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
             f"--frames={TINY_FRAMES}", f"--proxy-frames={TINY_PROXY_FRAMES}",
             f"--cycles={TINY_CYCLES}", "--seed=3",
             f"--load-mib={TINY_LOAD_MIB}", f"--producer-ids={TINY_PRODUCER_IDS}",
-            "--producer-id-expiration-ms=2000",
+            "--producer-id-expiration-ms=2000", "--kafka-cycles=0",
             f"--out={tmp_path}",
         ],
         capture_output=True,

@@ -23,6 +23,7 @@ from rich.table import Table
 
 from eoslab.settings import project_root
 from eoslab.soak.crash_cycles import CrashParams, run_crash_cycles
+from eoslab.soak.kafka_cycles import KafkaCycleParams, run_kafka_cycles
 from eoslab.soak.load import LoadParams, run_load
 from eoslab.soak.malformed import MalformedParams, run_malformed
 from eoslab.soak.producer_ids import ProducerIdParams, run_producer_ids
@@ -88,9 +89,12 @@ def _table(results: dict[str, object]) -> Table:
         ]  # fmt: skip
         for name, value in rows:
             table.add_row(name, str(value))
-    for name, value in _load_rows(results.get("load")) + _producer_id_rows(
-        results.get("producer_ids")
-    ):
+    rows = (
+        _load_rows(results.get("load"))
+        + _producer_id_rows(results.get("producer_ids"))
+        + _kafka_cycle_rows(results.get("kafka_cycles"))
+    )
+    for name, value in rows:
         table.add_row(name, str(value))
     return table
 
@@ -109,6 +113,18 @@ def _load_rows(load: object) -> list[tuple[str, object]]:
     memory = load["servers"]["proxy"]["memory"]
     rows.append(("load: proxy max RSS (MB), growth", f"{memory.get('max_rss_mb')}, "
                  f"x{memory.get('growth_ratio')}"))  # fmt: skip
+    return rows
+
+
+def _kafka_cycle_rows(figures: object) -> list[tuple[str, object]]:
+    if not isinstance(figures, dict):
+        return []
+    rows: list[tuple[str, object]] = []
+    for target in figures["parameters"]["targets"]:
+        cycles = figures[target]
+        rows.append((f"{target} leader kills, seconds each", f"{cycles['cycles']}, "
+                     f"{cycles['seconds_per_cycle']}"))  # fmt: skip
+        rows.append((f"{target} acked / lost / dup", _ledger_row(cycles["ledger"])))
     return rows
 
 
@@ -154,6 +170,13 @@ def soak(
     producer_ids: Annotated[
         int, typer.Option(min=0, help="Idle producer ids per wave (two waves; 0: skip).")
     ] = 100_000,
+    kafka_cycles: Annotated[
+        int,
+        typer.Option(min=0, help="Leader kill -9 cycles on each real Kafka cluster (0: skip)."),
+    ] = 20,
+    kafka_port_offset: Annotated[
+        int, typer.Option(min=0, help="Port offset of the soak's own Kafka labs.")
+    ] = KafkaCycleParams.port_offset,
     producer_id_expiration_ms: Annotated[
         int,
         typer.Option(min=1000, help="producer.id.expiration.ms of the producer-id soak's broker."),
@@ -165,7 +188,8 @@ def soak(
 ) -> None:
     """Malformed frames at the reference broker, the same frames through the chaos proxy, kill -9
     cycles under a producer and a committing consumer group, a sustained stream through the
-    proxy against the same stream direct, then waves of idle producer ids that must expire."""
+    proxy against the same stream direct, waves of idle producer ids that must expire, then
+    leader kill cycles on each real Kafka cluster under the same producer and group."""
     folder = out or project_root() / "bench" / "results"
     started = time.time()
     results: dict[str, object] = {
@@ -193,6 +217,9 @@ def soak(
         if producer_ids:
             ids = ProducerIdParams(producer_ids, expiration_ms=producer_id_expiration_ms)
             results["producer_ids"] = run_producer_ids(ids, Path(work))
+        if kafka_cycles:
+            kafka = KafkaCycleParams(kafka_cycles, seed=seed, port_offset=kafka_port_offset)
+            results["kafka_cycles"] = run_kafka_cycles(kafka, Path(work))
     results["seconds"] = round(time.time() - started, 1)
     found = problems(results)
     results["verdict"] = {"ok": not found, "problems": found}

@@ -14,7 +14,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.log_reader import read_partition
@@ -144,8 +151,14 @@ class LedgerProducer(Background):
         producer.flush(FLUSH_TIMEOUT_S)
 
     def check(self, client: KafkaProtocolClient) -> LedgerCheck:
-        """Read the partition back and compare it with the delivery reports."""
-        logged = [(r.offset, r.value) for r in read_partition(client, self.topic, 0)]
+        """Read the partition back (from the reference broker) and compare it with the
+        delivery reports."""
+        return self.check_records(
+            [(r.offset, r.value) for r in read_partition(client, self.topic, 0)]
+        )
+
+    def check_records(self, logged: list[tuple[int, bytes | None]]) -> LedgerCheck:
+        """Compare the partition's records (offset, value) with the delivery reports."""
         at: dict[bytes | None, int] = {}
         for offset, value in logged:
             at.setdefault(value, offset)
@@ -163,3 +176,35 @@ class LedgerProducer(Background):
             failed_sends=self.failed,
             fatal_errors=list(self.fatal_errors),
         )
+
+
+def read_topic(
+    bootstrap: str, topic: str, timeout_s: float = 120.0
+) -> list[tuple[int, bytes | None]]:
+    """Every record of partition 0 up to its end offset now, (offset, value), read with a
+    librdkafka consumer (any cluster: the leader may have moved)."""
+    reader = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "soak-reader",
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
+    try:
+        partition = TopicPartition(topic, 0, OFFSET_BEGINNING)
+        _, end = reader.get_watermark_offsets(partition, timeout=30)
+        reader.assign([partition])
+        records: list[tuple[int, bytes | None]] = []
+        deadline = time.monotonic() + timeout_s
+        while (not records or records[-1][0] < end - 1) and end > 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{topic}: read {len(records)} records of {end} in {timeout_s} s"
+                )
+            for message in reader.consume(1000, 1.0):
+                if message.error() is None:
+                    records.append((int(message.offset() or 0), message.value()))
+        return records
+    finally:
+        reader.close()

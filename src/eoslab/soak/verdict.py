@@ -116,6 +116,21 @@ def producer_id_problems(figures: dict[str, Any]) -> list[str]:
     return found + _ledger_problems("producer ids", figures["ledger"])
 
 
+def kafka_cycle_problems(target: str, figures: dict[str, Any]) -> list[str]:
+    where = f"{target} leader kills"
+    found = []
+    if figures["failed_recoveries"]:
+        found.append(f"{where}: the cluster did not recover: {figures['failed_recoveries']}")
+    if not figures["cycles"]:
+        found.append(f"{where}: not one cycle")
+    if figures["leadership_moved"] < figures["cycles"]:
+        found.append(f"{where}: leadership did not move after every kill")
+    if figures["cycles_without_progress"]:
+        found.append(f"{where}: {figures['cycles_without_progress']} cycles without an ack")
+    found += _group_problems(where, figures["consumer_group"])
+    return found + _ledger_problems(where, figures["ledger"])
+
+
 def problems(results: dict[str, Any]) -> list[str]:
     """Every broken promise in a soak's results (empty: the soak passed)."""
     found = []
@@ -128,4 +143,7 @@ def problems(results: dict[str, Any]) -> list[str]:
         found += load_problems(results["load"])
     if "producer_ids" in results:
         found += producer_id_problems(results["producer_ids"])
+    kafka = results.get("kafka_cycles", {})
+    for target in kafka.get("parameters", {}).get("targets", []):
+        found += kafka_cycle_problems(target, kafka[target])
     return found

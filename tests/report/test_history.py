@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from eoslab.report.command import app as report_app
 from eoslab.report.history import (
     FlakyCell,
     Night,
@@ -336,3 +338,21 @@ def test_summary_json_lists_exactly_the_flaky_cells_and_the_trend_shows_them(
     assert read_summary(again)["flaky"] == []
     assert read_summary(again)["history_nights"] == [NIGHTS[2]]
     assert "badge flaky" not in again.read_text()
+
+
+def test_the_nightly_command_names_the_flaky_cells(tmp_path: Path) -> None:
+    reports, runs = tmp_path / "reports", tmp_path / "runs"
+    for n, (name, observed) in enumerate(zip(NIGHTS[:2], ({}, {"lost": 2}), strict=True)):
+        write_nightly_report([make_run(runs / f"n{n}", "baseline", "kafka", observed=observed)],
+                             name=name, reports=reports)  # fmt: skip
+    tonight = [
+        make_run(runs / "n2", "baseline", "kafka"),
+        make_run(runs / "n2", "baseline", "refbroker"),
+    ]
+    done = CliRunner().invoke(
+        report_app,
+        ["nightly", *map(str, tonight), "--name", NIGHTS[2], "--reports-dir", str(reports)],
+    )
+    assert done.exit_code == 0, done.output
+    flaky_lines = [line for line in done.output.splitlines() if line.startswith("flaky:")]
+    assert flaky_lines == ["flaky: baseline on kafka (conformed 2, failed 1 of the last 3 nights)"]

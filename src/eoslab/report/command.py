@@ -63,7 +63,13 @@ def nightly(
     not conform or has no verdict."""
     index = write_nightly_report(_existing(run_dirs), name, reports_dir)
     typer.echo(index)
-    if code := exit_code(read_summary(index)):
+    summary = read_summary(index)
+    for flaky in summary.get("flaky", []):
+        typer.echo(
+            f"flaky: {flaky['cell']} on {flaky['target']} (conformed {flaky['conforming']}, "
+            f"failed {flaky['failing']} of the last {flaky['nights']} nights)"
+        )
+    if code := exit_code(summary):
         raise typer.Exit(code=code)
 
 

@@ -99,6 +99,7 @@ CHECKED_ELSEWHERE = {
             "txn-coordinator-kill",
             "txn-lost-answers",
             "txn-read-uncommitted",
+            "txn-producer-restart",
             "txn-zombie-producer",
         ),
         "tests/scenarios/test_txn_runs.py (on every target, the naive checker equal to Spark)",

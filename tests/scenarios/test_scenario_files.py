@@ -51,6 +51,7 @@ CATALOGUE = [
     "txn-coordinator-kill",
     "txn-lost-answers",
     "txn-read-uncommitted",
+    "txn-producer-restart",
     "txn-zombie-producer",
 ]
 

@@ -2,7 +2,8 @@
 transactional workload with commits and aborts conforms (nothing aborted read, nothing committed
 lost, torn, read twice or read early), with the transaction coordinator killed mid-transaction
 and with its answers to AddPartitionsToTxn and EndTxn lost, and with a zombie producer fenced by
-a new session of its transactional id, and the negative control (a read_uncommitted consumer) is
+a new session of its transactional id, with a producer killed -9 mid-transaction and restarted
+(its open transaction aborted, never read), and the negative control (a read_uncommitted consumer) is
 caught reading aborted records.
 The naive checker counts the same anomalies as Spark on every run."""
 
@@ -145,3 +146,29 @@ def _ledger_records(run_dir: RunDir) -> list[list[object]]:
     table = ds.dataset(run_dir.transactions_dir, format="parquet").to_table(columns=["records"])
     records: list[list[object]] = table.column("records").to_pylist()
     return records
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_producer_killed_mid_transaction_and_restarted_leaves_nothing_half_done(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
+) -> None:
+    result, verdict = run_and_check(lab, spark, tmp_path, "txn-producer-restart", target)
+    (crash,) = result.info.faults
+    assert crash.took_effect, crash.evidence
+    left_open = crash.observed["open_txn"]  # killed inside a transaction, not between two
+    assert left_open["records"] == 20
+    crashed, successor = result.info.sessions
+    table = ds.dataset(result.run_dir.transactions_dir, format="parquet").to_table()
+    rows = [r for r in table.to_pylist() if r["session_id"] == crashed.session_id]
+    (killed,) = [r for r in rows if r["txn"] == left_open["txn"]]
+    # no commit was asked for: the coordinator can only abort it, and reading any of it would
+    # be an aborted_read (expected 0, and 0 observed)
+    assert (killed["outcome"], killed["error"], killed["end_ms"]) == (
+        "aborted",
+        "PRODUCER_KILLED",
+        None,
+    )
+    assert successor.session_id != crashed.session_id
+    assert outcomes(result.run_dir)["committed"] > 0
+    observed = {check.name: check.observed for check in verdict.checks}
+    assert observed["aborted_read"] == 0

@@ -40,7 +40,6 @@ class ProducerIdParams:
     """producer.id.expiration.check.interval.ms (Kafka's default is ten minutes)."""
     ledger_rate: float = 100.0
     """The ledger producer keeps appending beside the waves: its state must never expire."""
-    max_seconds: float = 300.0
 
 
 def _active_producers(client: KafkaProtocolClient, partitions: int) -> set[int]:

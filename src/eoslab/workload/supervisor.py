@@ -33,7 +33,12 @@ from eoslab.workload.producer import SessionSpec
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
 from eoslab.workload.spec import WorkloadSpec
 from eoslab.workload.transactional import ARM_FREEZE, FROZEN
-from eoslab.workload.txn_ledger import begun_records, read_events, seal_transactions
+from eoslab.workload.txn_ledger import (
+    begun_records,
+    open_transaction,
+    read_events,
+    seal_transactions,
+)
 
 STOP_GRACE_S = 10.0
 ARM_TIMEOUT_S = 10.0
@@ -130,6 +135,11 @@ class Workload:
     def progress(self, session_id: str) -> dict[str, Any]:
         """The session's last progress line."""
         return dict(self._session(session_id).process.progress)
+
+    def open_transaction(self, session_id: str) -> dict[str, Any] | None:
+        """The session's transaction left open (begun, no commit or abort asked for), from its
+        journal; None if there is none or the workload is not transactional."""
+        return open_transaction(read_events(self.run_dir.txn_journal_file(session_id)))
 
     def transaction_settled(self, session_id: str, txn: int) -> dict[str, Any] | None:
         """How the session's transaction ``txn`` was settled (its journal's ``settled`` event:

@@ -96,6 +96,18 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
+def open_transaction(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The session's last transaction if it was begun and neither its commit nor its abort was
+    asked for (what a kill -9 leaves open): ``txn``, ``records``; else None."""
+    begins = [e for e in events if e["event"] == "begin"]
+    if not begins:
+        return None
+    last = begins[-1]
+    if any(e["event"] in ("ending", "settled") and e["txn"] == last["txn"] for e in events):
+        return None
+    return {"txn": int(last["txn"]), "records": len(last["records"])}
+
+
 def begun_records(events: list[dict[str, Any]]) -> int:
     """How many records the transactions a session began hold (from its journal's events)."""
     return sum(len(event["records"]) for event in events if event["event"] == "begin")

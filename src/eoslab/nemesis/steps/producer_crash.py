@@ -2,7 +2,9 @@
 unset.
 
 Evidence: the session that was running was killed, and how many of its records were in
-flight (settled as indeterminate)."""
+flight (settled as indeterminate). A transactional session must have been killed inside a
+transaction (begun, its commit or abort not yet asked for: what the crash leaves for the
+coordinator to abort); killed between two, the step did not take effect."""
 
 from __future__ import annotations
 
@@ -16,14 +18,21 @@ class ProducerCrashStep(ProducerStep):
     kind: Literal["producer-crash"]
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
-        crashed, in_flight = ctx.workload().crash(self.producer)
-        ctx.judge(
-            step,
-            True,
-            f"session {crashed.session_id[:8]} killed (SIGKILL) with {in_flight} record(s) in flight",
-            session_id=crashed.session_id,
-            in_flight=in_flight,
-        )
+        workload = ctx.workload()
+        crashed, in_flight = workload.crash(self.producer)
+        killed = f"session {crashed.session_id[:8]} killed (SIGKILL) with {in_flight} record(s) in flight"
+        observed: dict[str, object] = {"session_id": crashed.session_id, "in_flight": in_flight}
+        took_effect = True
+        if workload.spec.transactions is not None:
+            left_open = workload.open_transaction(crashed.session_id)
+            observed["open_txn"] = left_open
+            took_effect = left_open is not None
+            killed += (
+                f", transaction {left_open['txn']} open ({left_open['records']} records)"
+                if left_open is not None
+                else ", between two transactions (none left open)"
+            )
+        ctx.judge(step, took_effect, killed, **observed)
         phase = start_phase(step)
         ctx.log(
             step,

@@ -10,17 +10,14 @@ through each outage (infinite message timeout).
 
 from __future__ import annotations
 
-import random
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from eoslab.probe.requests import list_offsets_request
 from eoslab.soak.broker import BrokerProcess
-from eoslab.soak.committer import Committer, committed_offset
-from eoslab.soak.ledger import LEDGER_TOPIC, LedgerProducer
-
-PROGRESS_TIMEOUT_S = 60.0
+from eoslab.soak.committer import committed_offset
+from eoslab.soak.ledger import LEDGER_TOPIC
+from eoslab.soak.pacing import KillPacing
 
 
 @dataclass(frozen=True)
@@ -45,38 +42,22 @@ def _reloaded(broker: BrokerProcess) -> tuple[int, int]:
         return int(response.topics[0].partitions[0].offset), committed_offset(client)
 
 
-def _wait_for_acks(ledger: LedgerProducer, target: int) -> bool:
-    deadline = time.monotonic() + PROGRESS_TIMEOUT_S
-    while ledger.acknowledged() < target:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
-    rng = random.Random(params.seed)
     broker = BrokerProcess(workdir / "crash", fsync=params.fsync)
     broker.workdir.mkdir(parents=True)
     broker.start()
     broker.create_topics((LEDGER_TOPIC,))
-    ledger = LedgerProducer(broker.bootstrap, params.ledger_rate)
-    committer = Committer(broker.bootstrap)
+    pacing = KillPacing(
+        broker.bootstrap, params.ledger_rate, params.acks_per_cycle, params.max_seconds,
+        params.max_extra_s, params.seed,
+    )  # fmt: skip
+    ledger, committer = pacing.ledger, pacing.committer
     restarts: list[float] = []
     reload_losses = 0
     commits_lost = 0
-    stalls = 0
     failed_starts: list[str] = []
-    begin = time.monotonic()
-    ledger.start()
-    committer.start()
     try:
-        for _ in range(params.cycles):
-            if time.monotonic() - begin > params.max_seconds:
-                break
-            if not _wait_for_acks(ledger, ledger.acknowledged() + params.acks_per_cycle):
-                stalls += 1
-            time.sleep(rng.uniform(0, params.max_extra_s))
+        for _ in pacing.kills(params.cycles):
             acked_before = ledger.highest_acked_offset()
             committed_before = committer.acknowledged()
             broker.kill()
@@ -88,23 +69,18 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
             end_offset, committed = _reloaded(broker)
             reload_losses += end_offset <= acked_before
             commits_lost += committed < committed_before
-        _wait_for_acks(ledger, ledger.acknowledged() + params.acks_per_cycle)
-        ledger.stop()
-        committer.stop()
-        seconds = time.monotonic() - begin
+        pacing.stop()
         with broker.client(30.0) as client:
             check = ledger.check(client)
             final_commit = committed_offset(client)
     finally:
-        ledger.stop()
-        committer.stop()
         broker.stop()
     cycles = len(restarts)
     return {
         "parameters": params.__dict__,
         "cycles": cycles,
-        "seconds": round(seconds, 1),
-        "seconds_per_cycle": round(seconds / max(cycles, 1), 2),
+        "seconds": round(pacing.seconds, 1),
+        "seconds_per_cycle": round(pacing.seconds / max(cycles, 1), 2),
         "restart_seconds": {
             "mean": round(sum(restarts) / max(cycles, 1), 2),
             "max": round(max(restarts, default=0.0), 2),
@@ -112,7 +88,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
         "stopped_by_time": cycles < params.cycles and not failed_starts,
         "failed_starts": failed_starts,
         "reloads_missing_acked_records": reload_losses,
-        "cycles_without_progress": stalls,
+        "cycles_without_progress": pacing.stalls,
         "ledger": check.figures(),
         "consumer_group": {
             **committer.figures(),

@@ -14,8 +14,6 @@ offset at the end at least its highest acknowledged commit.
 from __future__ import annotations
 
 import functools
-import random
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,11 +25,13 @@ from eoslab.clock import wait_until
 from eoslab.rundir import REPLICATION, LabTarget
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig, kafka4_service, kafka_service
-from eoslab.soak.committer import GROUP, Committer
-from eoslab.soak.ledger import LEDGER_TOPIC, LedgerProducer, read_topic
+from eoslab.soak.committer import GROUP
+from eoslab.soak.ledger import LEDGER_TOPIC, read_topic
+from eoslab.soak.pacing import KillPacing
 
 NEW_LEADER_TIMEOUT_S = 60.0
-PROGRESS_TIMEOUT_S = 90.0
+MAX_EXTRA_S = 0.3
+"""After the acknowledgements, a further random pause up to this long before each kill."""
 
 
 @dataclass(frozen=True)
@@ -61,68 +61,49 @@ def _committed(bootstrap: str) -> int:
         reader.close()
 
 
-def _wait_for_acks(ledger: LedgerProducer, target: int) -> bool:
-    return bool(
-        wait_until(lambda: ledger.acknowledged() >= target, PROGRESS_TIMEOUT_S, interval_s=0.05)
-    )
-
-
 def leader_kill_cycles(
     lab: LocalRuntime, target: LabTarget, params: KafkaCycleParams
 ) -> dict[str, Any]:
     """``params.cycles`` leader kills on ``target`` of a running ``lab``, under the ledger
     producer and the committing group; the lab is left with every broker up."""
-    rng = random.Random(params.seed)
     bootstrap = lab.config.bootstrap(target)
     create_topic(bootstrap, LEDGER_TOPIC, partitions=1, replication=REPLICATION[target])
-    ledger = LedgerProducer(bootstrap, params.ledger_rate)
-    committer = Committer(bootstrap)
+    pacing = KillPacing(
+        bootstrap, params.ledger_rate, params.acks_per_cycle, params.max_seconds,
+        MAX_EXTRA_S, params.seed,
+    )  # fmt: skip
     killed: list[int] = []
-    moved = stalls = 0
+    moved = 0
     failed: list[str] = []
-    begin = time.monotonic()
-    ledger.start()
-    committer.start()
-    try:
-        for _ in range(params.cycles):
-            if time.monotonic() - begin > params.max_seconds:
-                break
-            stalls += not _wait_for_acks(ledger, ledger.acknowledged() + params.acks_per_cycle)
-            time.sleep(rng.uniform(0, 0.3))
-            leader = find_leader(bootstrap, LEDGER_TOPIC, 0).broker_id
-            service = _service(target, leader)
-            lab.kill(service)
-            killed.append(leader)
-            try:
-                after = wait_until(
-                    functools.partial(_new_leader, bootstrap, leader),
-                    NEW_LEADER_TIMEOUT_S,
-                    interval_s=0.2,
-                )
-                moved += bool(after)
-                lab.restart(service)
-            except Exception as error:  # the cluster did not recover: the finding, reported
-                failed.append(f"{service}: {error}")
-                break
-        _wait_for_acks(ledger, ledger.acknowledged() + params.acks_per_cycle)
-        ledger.stop()
-        committer.stop()
-        seconds = time.monotonic() - begin
-        check = ledger.check_records(read_topic(bootstrap, LEDGER_TOPIC))
-        final_commit = _committed(bootstrap)
-    finally:
-        ledger.stop()
-        committer.stop()
+    for _ in pacing.kills(params.cycles):
+        leader = find_leader(bootstrap, LEDGER_TOPIC, 0).broker_id
+        service = _service(target, leader)
+        lab.kill(service)
+        killed.append(leader)
+        try:
+            after = wait_until(
+                functools.partial(_new_leader, bootstrap, leader),
+                NEW_LEADER_TIMEOUT_S,
+                interval_s=0.2,
+            )
+            moved += bool(after)
+            lab.restart(service)
+        except Exception as error:  # the cluster did not recover: the finding, reported
+            failed.append(f"{service}: {error}")
+            break
+    pacing.stop()
+    check = pacing.ledger.check_records(read_topic(bootstrap, LEDGER_TOPIC))
+    final_commit = _committed(bootstrap)
     return {
         "cycles": len(killed),
-        "seconds": round(seconds, 1),
-        "seconds_per_cycle": round(seconds / max(len(killed), 1), 1),
+        "seconds": round(pacing.seconds, 1),
+        "seconds_per_cycle": round(pacing.seconds / max(len(killed), 1), 1),
         "leaders_killed": killed,
         "leadership_moved": moved,
         "failed_recoveries": failed,
-        "cycles_without_progress": stalls,
+        "cycles_without_progress": pacing.stalls,
         "ledger": check.figures(),
-        "consumer_group": {**committer.figures(), "committed_offset_at_end": final_commit},
+        "consumer_group": {**pacing.committer.figures(), "committed_offset_at_end": final_commit},
     }
 
 

@@ -100,9 +100,12 @@ CHECKED_ELSEWHERE = {
             "txn-lost-answers",
             "txn-read-uncommitted",
             "txn-zombie-producer",
+            "txn-copy-coordinator-kill",
         ),
         "tests/scenarios/test_txn_runs.py (on every target, the naive checker equal to Spark)",
     ),
+    "txn-copy-at-least-once": "tests/scenarios/test_txn_runs.py (on the reference broker: the "
+    "crashed at-least-once copier's batch copied twice, the naive checker equal to Spark)",
 }
 
 

@@ -3,7 +3,9 @@ transactional workload with commits and aborts conforms (nothing aborted read, n
 lost, torn, read twice or read early), with the transaction coordinator killed mid-transaction
 and with its answers to AddPartitionsToTxn and EndTxn lost, and with a zombie producer fenced by
 a new session of its transactional id, and the negative control (a read_uncommitted consumer) is
-caught reading aborted records.
+caught reading aborted records. Consume-transform-produce: a transactional copier copies the
+input exactly once while the transaction coordinator is killed mid-copy, and its at-least-once
+negative control is caught copying an input twice.
 The naive checker counts the same anomalies as Spark on every run."""
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import pyarrow.dataset as ds
 import pytest
 from pyspark.sql import SparkSession
 
-from eoslab.rundir import TRANSACTION_ANOMALIES, RunDir, Verdict, VerdictStatus
+from eoslab.fault_events import FaultPhase, read_events
+from eoslab.rundir import COPY_ANOMALIES, TRANSACTION_ANOMALIES, RunDir, Verdict, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.catalogue import find_scenario
 from eoslab.scenarios.executor import RunResult, execute
@@ -48,9 +51,8 @@ def run_and_check(
     assert verdict.gx.agrees_with_anomalies
     observed = {check.name: check.observed for check in verdict.checks}
     counts = naive.check(result.run_dir.path).counts
-    assert {n: counts[n] for n in TRANSACTION_ANOMALIES} == {
-        n: observed[n] for n in TRANSACTION_ANOMALIES
-    }
+    compared = (*TRANSACTION_ANOMALIES, *(COPY_ANOMALIES if result.info.copier else ()))
+    assert {n: counts[n] for n in compared} == {n: observed[n] for n in compared}
     return result, verdict
 
 
@@ -145,3 +147,55 @@ def _ledger_records(run_dir: RunDir) -> list[list[object]]:
     table = ds.dataset(run_dir.transactions_dir, format="parquet").to_table(columns=["records"])
     records: list[list[object]] = table.column("records").to_pylist()
     return records
+
+
+def copier_batches(run_dir: RunDir) -> list[dict[str, object]]:
+    columns = ["worker", "session_id", "outcome", "begin_ms", "inputs"]
+    batches: list[dict[str, object]] = (
+        ds.dataset(run_dir.copier_dir, format="parquet").to_table(columns=columns).to_pylist()
+    )
+    return batches
+
+
+@pytest.mark.parametrize("target", ["refbroker"])
+def test_txn_copy_coordinator_kill_copies_exactly_once(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
+) -> None:
+    result, verdict = run_and_check(lab, spark, tmp_path, "txn-copy-coordinator-kill", target)
+    (kill,) = result.info.faults
+    assert kill.took_effect, kill.evidence
+    (restarted,) = [
+        e for e in read_events(result.run_dir.faults_jsonl) if e.phase is FaultPhase.END
+    ]
+    batches = copier_batches(result.run_dir)
+    committed = [b for b in batches if b["outcome"] == "committed"]
+    # the copier made progress after the coordinator came back
+    assert any(int(str(b["begin_ms"])) > restarted.ts_ms for b in committed)
+    observed = {c.name: c.observed for c in verdict.checks}
+    assert {n: observed[n] for n in COPY_ANOMALIES} == dict.fromkeys(COPY_ANOMALIES, 0)
+    figures = json.loads(result.run_dir.metrics_json.read_text())["copier"]
+    reads = {r.isolation: r.records for r in result.info.transactions.reads}  # type: ignore[union-attr]
+    assert figures["copies"] == reads["read_committed"] > 0  # every visible input, copied once
+    assert sum(len(b["inputs"]) for b in committed) == figures["copies"]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("target", ["refbroker"])
+def test_txn_copy_at_least_once_is_caught(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
+) -> None:
+    result, verdict = run_and_check(lab, spark, tmp_path, "txn-copy-at-least-once", target)
+    copier = result.info.copier
+    assert copier is not None
+    assert [s.crashed for s in copier.sessions].count(True) == 1  # it crashed, and went on
+    duplicate = next(c for c in verdict.checks if c.name == "duplicate_copy")
+    crashed = next(s for s in copier.sessions if s.crashed)
+    (last_batch,) = [
+        b
+        for b in copier_batches(result.run_dir)
+        if b["session_id"] == crashed.session_id and b["outcome"] == "indeterminate"
+    ]
+    # every input of the batch whose offsets the crash left uncommitted was copied again (and
+    # any batch whose offset commit a rebalance refused)
+    assert duplicate.observed >= len(last_batch["inputs"]) > 0  # type: ignore[arg-type]
+    assert duplicate.examples
+    assert {"partition", "offset", "out_partition", "out_offset"} <= duplicate.examples[0].keys()

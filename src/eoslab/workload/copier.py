@@ -71,6 +71,9 @@ EMPTY_FINISH_S = 10.0
 """A finishing session that has had no partition this long ends (a rebalance, a dead member's
 session running out, takes seconds)."""
 STATS_INTERVAL_MS = 1000
+TRANSACTION_TIMEOUT_MS = 60_000
+"""The copiers' transaction.timeout.ms (as the input's producers' in the copy scenarios: Kafka
+4's leadership moves after a kill take longer than 10 s)."""
 HANG_MARGIN_S = 5.0
 """A librdkafka call still running this long past its own timeout is hung (see above)."""
 CRASHING = "crashing"
@@ -147,7 +150,10 @@ class CopierSession:
         transactional: dict[str, str | int | float | bool] = (
             {}
             if spec.transactional_id is None
-            else {"transactional.id": spec.transactional_id, "transaction.timeout.ms": 60000}
+            else {
+                "transactional.id": spec.transactional_id,
+                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+            }
         )
         self.producer = Producer(
             {

@@ -122,10 +122,6 @@ class CopierWorkload:
             committed_offsets=self.committed_offsets(),
         )
 
-    def total(self, name: str) -> int:
-        """A progress counter summed over every session: batches, committed, aborted, ..."""
-        return sum(int(s.process.progress.get(name, 0)) for s in self._sessions.all())
-
     def failures(self) -> list[str]:
         """Sessions that exited abnormally, not at their own crash point."""
         return self._sessions.failures()

@@ -19,6 +19,14 @@ Record value: UTF-8, the fields of :data:`FIELDS` joined by ``|``::
 - ``key_seq``: 0, 1, 2, ... per (session, key);
 - ``padding``: ``x`` repeated to reach the configured value size (may be empty).
 
+A **copy** (the copier stage, consume-transform-produce) keeps the input record's key and
+wraps its value, so that every copy names the input it was made from::
+
+    eoscopy1|<in_partition>|<in_offset>|<copier_session>|<txn>|<the input's value>
+
+(:data:`COPY_FIELDS`; the input's value last, verbatim, so a split with a limit of
+``len(COPY_FIELDS)`` parts keeps it whole).
+
 Spark parses it with plain SQL functions, never a Python UDF::
 
     parts = split(CAST(value AS STRING), '\\\\|')
@@ -42,6 +50,19 @@ FIELDS: tuple[str, ...] = ("tag", "run_id", *RECORD_FIELDS, "padding")
 
 FIELD_INDEX: dict[str, int] = {name: index for index, name in enumerate(FIELDS)}
 """0-based position of each field in the split value (Spark's ``element_at`` wants index + 1)."""
+
+
+COPY_TAG = "eoscopy1"
+COPY_FIELDS: tuple[str, ...] = (
+    "tag",
+    "in_partition",
+    "in_offset",
+    "copier_session",
+    "txn",
+    "value",
+)
+"""A copy's value fields in order (the last is the input's value)."""
+COPY_FIELD_INDEX: dict[str, int] = {name: index for index, name in enumerate(COPY_FIELDS)}
 
 
 class MessageFormatError(ValueError):
@@ -133,3 +154,41 @@ def decode(key: bytes | None, value: bytes | None) -> Message:
     if key is not None and key != encode_key(message):
         raise MessageFormatError(f"record key {key[:32]!r} differs from the value's key")
     return message
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    """One copy as the copier wrote it: the input's place, who copied it, the input's value."""
+
+    in_partition: int
+    in_offset: int
+    copier_session: str
+    txn: int
+    value: bytes
+
+
+def encode_copy(copy: Copy) -> bytes:
+    """A copy's value: :data:`COPY_FIELDS` joined by ``|``, the input's value last."""
+    if SEPARATOR in copy.copier_session:
+        raise MessageFormatError(f"copier_session must not contain {SEPARATOR!r}")
+    head = (COPY_TAG, str(copy.in_partition), str(copy.in_offset), copy.copier_session)
+    return SEPARATOR.join((*head, str(copy.txn))).encode() + SEPARATOR.encode() + copy.value
+
+
+def decode_copy(value: bytes | None) -> Copy:
+    """Parse a copy's value; :class:`MessageFormatError` says why it is not one."""
+    if value is None:
+        raise MessageFormatError("null value")
+    parts = value.split(SEPARATOR.encode(), len(COPY_FIELDS) - 1)
+    if parts[0] != COPY_TAG.encode() or len(parts) != len(COPY_FIELDS):
+        raise MessageFormatError(f"not a {COPY_TAG} copy: {value[:24]!r}")
+    try:
+        return Copy(
+            in_partition=int(parts[1]),
+            in_offset=int(parts[2]),
+            copier_session=parts[3].decode(),
+            txn=int(parts[4]),
+            value=parts[5],
+        )
+    except (ValueError, UnicodeDecodeError) as error:
+        raise MessageFormatError(f"bad copy field: {error}") from error

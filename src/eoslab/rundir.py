@@ -114,6 +114,19 @@ and readers of the topic record what consumers at each isolation level saw::
                                    (``read_committed``, ``read_uncommitted``) read of the topic,
                                    live while the workload ran and then to the end of the log
 
+With a copier stage (run.json's ``copier``, consume-transform-produce), the copier sessions
+keep a **copier ledger**, and the checker keeps the output topic as read_committed reads it::
+
+    runs/<run_id>/
+      copier/w<worker>-<session_id>.parquet
+                                   COPIER_SCHEMA; one row per batch the session copied: its
+                                   inputs, the offsets committed with them, its outcome
+      journal/<session_id>.copy.jsonl, journal/copier-<session_id>.log
+                                   the session's journal (sealed into the Parquet file once it
+                                   has ended) and its stderr
+      copy-topic/                  the output topic as the checker first read it read_committed
+                                   (the columns of ``topic/``), kept like ``topic/``
+
 Transaction ``outcome`` (:class:`TxnOutcome`): ``committed`` (commit_transaction returned),
 ``aborted`` (abort_transaction returned, or the session ended before asking for the commit: a
 transaction whose commit was never asked for can only end aborted), ``indeterminate`` (a commit
@@ -198,11 +211,19 @@ a committed transaction's record never read; a record read more than once; a tra
 part only; a record read before its transaction was asked to commit (Jepsen's precommitted
 read). ``committed_duplicate`` is the read's duplicate: ``duplicate`` stays the producer half's
 (one sequence at two offsets of the log, aborted transactions included)."""
-AnomalyName = ProducerAnomaly | ConsumerAnomaly | TransactionAnomaly
+CopyAnomaly = Literal["lost_copy", "duplicate_copy", "copy_of_aborted", "committed_uncopied"]
+"""What the checker derives from the copier's output (consume-transform-produce, issue 21) read
+read_committed, against the input as a read_committed reader saw it and the producers'
+transaction ledger: an input record visible to read_committed without a copy; an input record
+with more than one copy (what Kafka's exactly-once exists to prevent); a copy of a record of an
+aborted input transaction; an input record without a copy below the offset the copier group
+committed for its partition (its offset committed, its copy not)."""
+AnomalyName = ProducerAnomaly | ConsumerAnomaly | TransactionAnomaly | CopyAnomaly
 """The names a scenario's expectations use."""
 PRODUCER_ANOMALIES: tuple[str, ...] = get_args(ProducerAnomaly)
 CONSUMER_ANOMALIES: tuple[str, ...] = get_args(ConsumerAnomaly)
 TRANSACTION_ANOMALIES: tuple[str, ...] = get_args(TransactionAnomaly)
+COPY_ANOMALIES: tuple[str, ...] = get_args(CopyAnomaly)
 Expectation = Literal["0", ">0", ">=0", "any"]
 """None, at least one, or counted only (">=0" and "any" never mismatch)."""
 EXPECTATION_FORMS: tuple[str, ...] = get_args(Expectation)
@@ -226,15 +247,20 @@ reordered or lost; redelivery allowed (at-least-once), counted."""
 
 TRANSACTION_EXPECTATIONS: dict[str, str] = dict.fromkeys(TRANSACTION_ANOMALIES, "0")
 """Added when the producers were transactional: no transaction anomaly."""
+COPY_EXPECTATIONS: dict[str, str] = dict.fromkeys(COPY_ANOMALIES, "0")
+"""Added when a copier ran: every visible input copied exactly once, nothing aborted copied."""
 
 
-def default_expectations(consumed: bool, transactional: bool = False) -> dict[str, str]:
-    """The checks every run has, the consumer half's when a consumer workload ran, and the
-    transactions' when the producers were transactional."""
+def default_expectations(
+    consumed: bool, transactional: bool = False, copied: bool = False
+) -> dict[str, str]:
+    """The checks every run has, the consumer half's when a consumer workload ran, the
+    transactions' when the producers were transactional, and the copy's when a copier ran."""
     return {
         **DEFAULT_EXPECTATIONS,
         **(CONSUMER_EXPECTATIONS if consumed else {}),
         **(TRANSACTION_EXPECTATIONS if transactional else {}),
+        **(COPY_EXPECTATIONS if copied else {}),
     }
 
 
@@ -329,6 +355,8 @@ class RunInfo(BaseModel):
     """The consumer half, when a consumer workload ran (see the module docstring)."""
     transactions: TransactionsInfo | None = None
     """The transactional producers and the readers, when the producers were transactional."""
+    copier: CopyInfo | None = None
+    """The copier stage (consume-transform-produce), when one ran."""
     client: str | None = None
     """The older librdkafka version a scenario asked the producers to run (part of the cell's
     name); None: the workload's own."""
@@ -666,6 +694,28 @@ class RunDir:
     def reads_file(self, isolation: str) -> Path:
         return self.reads_dir / f"{isolation}.parquet"
 
+    @property
+    def copier_dir(self) -> Path:
+        return self.path / "copier"
+
+    @property
+    def copy_topic_dir(self) -> Path:
+        return self.path / "copy-topic"
+
+    @property
+    def has_copy_snapshot(self) -> bool:
+        """Whether the checker kept the output topic's read_committed read (``_SUCCESS``)."""
+        return (self.copy_topic_dir / "_SUCCESS").is_file()
+
+    def copier_file(self, worker: int, session_id: str) -> Path:
+        return self.copier_dir / f"w{worker}-{session_id}.parquet"
+
+    def copier_journal_file(self, session_id: str) -> Path:
+        return self.journal_dir / f"{session_id}.copy.jsonl"
+
+    def copier_log_file(self, session_id: str) -> Path:
+        return self.journal_dir / f"copier-{session_id}.log"
+
     def create_transactions(self) -> RunDir:
         """Make the transaction ledger's and the readers' folders (the run directory exists)."""
         for folder in (self.transactions_dir, self.reads_dir):
@@ -937,6 +987,85 @@ class TransactionsInfo(BaseModel):
     """The isolation level of the consumer under test: the read the checks run on."""
     transactional_ids: list[str] = Field(default_factory=list)
     reads: list[ReadInfo] = Field(default_factory=list)
+
+
+COPY_INPUT = pa.struct(
+    [
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("session_id", pa.string()),
+        pa.field("seq", pa.int64()),
+    ]
+)
+"""One input record a copier transaction consumed and copied: its place in the input topic and
+(null for a record that is not the run's) its identity."""
+COPY_OFFSET = pa.struct(
+    [
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+    ]
+)
+
+COPIER_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("worker", pa.int32(), nullable=False),
+        pa.field("session_id", pa.string(), nullable=False),
+        pa.field("transactional_id", pa.string()),
+        pa.field("producer_id", pa.int64()),
+        pa.field("producer_epoch", pa.int32()),
+        pa.field("txn", pa.int64(), nullable=False),
+        pa.field("outcome", pa.string(), nullable=False),
+        pa.field("error", pa.string()),
+        pa.field("begin_ms", pa.int64(), nullable=False),
+        pa.field("end_ms", pa.int64()),
+        pa.field("settled_ms", pa.int64()),
+        pa.field("inputs", pa.list_(COPY_INPUT), nullable=False),
+        pa.field("offsets", pa.list_(COPY_OFFSET), nullable=False),
+    ]
+)
+"""The copier ledger: one row per batch a copier session copied (``txn`` numbers them, 0, 1,
+...): the input records it consumed (``inputs``; each copied to the output topic, key kept, the
+value naming the input's place: :func:`eoslab.message.encode_copy`), the consumer offsets it
+committed with them (``offsets``: per partition, the next input to read), and how it ended
+(``outcome``, as a transaction's, :class:`TxnOutcome`). ``transactional_id``, ``producer_id``
+and ``producer_epoch`` are null for an at-least-once copier (copies produced, then offsets
+committed apart: ``committed`` means its offset commit succeeded)."""
+
+
+class CopierSessionInfo(BaseModel):
+    """One copier worker process lifetime: a new session (a new group member) on every start."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    worker: int
+    started_ms: int
+    ended_ms: int | None = None
+    crashed: bool = False
+    """Killed itself (-9): at its seeded crash point (between producing copies and committing),
+    or because a librdkafka call hung (``hung_in``)."""
+    hung_in: str | None = None
+    """The librdkafka call that did not return within its timeout (the watchdog killed the
+    session: an observation of the client, not a failure of the run)."""
+
+
+class CopyInfo(BaseModel):
+    """``run.json``'s ``copy``: the copier stage (consume-transform-produce)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    output_topic: str
+    group: str
+    workers: int
+    records_per_transaction: int
+    transactional: bool
+    """False: the at-least-once copier (the negative control)."""
+    transactional_ids: list[str] = Field(default_factory=list)
+    sessions: list[CopierSessionInfo] = Field(default_factory=list)
+    committed_offsets: dict[int, int] = Field(default_factory=dict)
+    """The copier group's committed offset per input partition at the end, as its coordinator
+    answered (a partition never committed is left out)."""
 
 
 RunInfo.model_rebuild()

@@ -96,14 +96,19 @@ CHECKED_ELSEWHERE = {
     **dict.fromkeys(
         (
             "txn-baseline",
-            "txn-coordinator-kill",
             "txn-lost-answers",
             "txn-read-uncommitted",
             "txn-producer-restart",
             "txn-zombie-producer",
+            "txn-copy-coordinator-kill",
         ),
         "tests/scenarios/test_txn_runs.py (on every target, the naive checker equal to Spark)",
     ),
+    "txn-coordinator-kill": "tests/scenarios/test_txn_runs.py, as txn-copy-coordinator-kill (the "
+    "same transactional producer and coordinator kill mid-transaction, the same transaction "
+    "checks, with a copier reading the input as well), on every target",
+    "txn-copy-at-least-once": "tests/scenarios/test_txn_runs.py (on the reference broker: the "
+    "crashed at-least-once copier's batch copied twice, the naive checker equal to Spark)",
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from eoslab.rundir import CONSUMER_ANOMALIES, PRODUCER_ANOMALIES
+from eoslab.rundir import CONSUMER_ANOMALIES, COPY_ANOMALIES, PRODUCER_ANOMALIES
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.catalogue import ScenarioError, catalogue, find_scenario, load_scenario
@@ -53,6 +53,8 @@ CATALOGUE = [
     "txn-read-uncommitted",
     "txn-producer-restart",
     "txn-zombie-producer",
+    "txn-copy-coordinator-kill",
+    "txn-copy-at-least-once",
 ]
 
 
@@ -224,6 +226,33 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
             "needs on: [refbroker]",
         ),
         ({"workload": {"records": None}}, "workload", "give a record count"),
+        (
+            {"workload": {"records": 100, "copy": {"workers": 2}}},
+            "workload",
+            "copy: the copier checks its input against the transaction ledger; it needs "
+            "transactional producers",
+        ),
+        (
+            {"workload": {"records": 100, "transactions": {}, "copy": {"workers": 0}}},
+            "workload.copy.workers",
+            "greater than or equal to 1",
+        ),
+        (
+            {
+                "workload": {
+                    "records": 100,
+                    "transactions": {},
+                    "copy": {"workers": 2, "crash_after_batches": {2: 1}},
+                }
+            },
+            "workload.copy",
+            "crash_after_batches: worker 2, but the copier has 2 worker(s)",
+        ),
+        (
+            {"workload": {"records": 100, "transactions": {}, "copy": {"transactonal": False}}},
+            "workload.copy.transactonal",
+            "Extra inputs are not permitted",
+        ),
         (
             {"nemesis": [{"kind": "restart", "after_acked": 500, "target": "kafka-1"}]},
             "nemesis.0.after_acked",
@@ -492,3 +521,17 @@ def test_the_txn_coordinator_target_needs_transactional_producers(tmp_path: Path
     assert scenario.workload.transactions is not None
     assert scenario.expected.for_run("kafka", transactional=True)["aborted_read"] == "0"
     assert "aborted_read" not in scenario.expected.for_run("kafka")
+
+
+def test_the_copy_scenarios_expect_exactly_once_and_its_negative_control() -> None:
+    kill = find_scenario("txn-copy-coordinator-kill")
+    assert kill.workload.copy_stage is not None
+    assert kill.workload.copy_stage.transactional
+    expected = kill.expected.for_run("refbroker", transactional=True, copied=True)
+    assert {n: expected[n] for n in COPY_ANOMALIES} == dict.fromkeys(COPY_ANOMALIES, "0")
+    assert "lost_copy" not in kill.expected.for_run("refbroker", transactional=True)
+    control = find_scenario("txn-copy-at-least-once")
+    assert control.workload.copy_stage is not None
+    assert not control.workload.copy_stage.transactional
+    assert control.workload.copy_stage.crash_after_batches == {0: 3}
+    assert control.expected.for_run("kafka", copied=True)["duplicate_copy"] == ">0"

@@ -4,7 +4,10 @@ lost, torn, read twice or read early), with the transaction coordinator killed m
 and with its answers to AddPartitionsToTxn and EndTxn lost, and with a zombie producer fenced by
 a new session of its transactional id, with a producer killed -9 mid-transaction and restarted
 (its open transaction aborted, never read), and the negative control (a read_uncommitted consumer) is
-caught reading aborted records.
+caught reading aborted records. Consume-transform-produce: a transactional copier copies the
+input exactly once while the transaction coordinator is killed mid-copy (the producer writing
+the input in transactions through the same kill: this run is also txn-coordinator-kill's
+check), and its at-least-once negative control is caught copying an input twice.
 The naive checker counts the same anomalies as Spark on every run."""
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import pyarrow.dataset as ds
 import pytest
 from pyspark.sql import SparkSession
 
-from eoslab.rundir import TRANSACTION_ANOMALIES, RunDir, Verdict, VerdictStatus
+from eoslab.fault_events import FaultPhase, read_events
+from eoslab.rundir import COPY_ANOMALIES, TRANSACTION_ANOMALIES, RunDir, Verdict, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.catalogue import find_scenario
 from eoslab.scenarios.executor import RunResult, execute
@@ -49,9 +53,8 @@ def run_and_check(
     assert verdict.gx.agrees_with_anomalies
     observed = {check.name: check.observed for check in verdict.checks}
     counts = naive.check(result.run_dir.path).counts
-    assert {n: counts[n] for n in TRANSACTION_ANOMALIES} == {
-        n: observed[n] for n in TRANSACTION_ANOMALIES
-    }
+    compared = (*TRANSACTION_ANOMALIES, *(COPY_ANOMALIES if result.info.copier else ()))
+    assert {n: counts[n] for n in compared} == {n: observed[n] for n in compared}
     return result, verdict
 
 
@@ -85,16 +88,6 @@ def test_txn_baseline_conforms(
     assert {c.name: c.observed for c in verdict.checks if c.name in TRANSACTION_ANOMALIES} == (
         dict.fromkeys(TRANSACTION_ANOMALIES, 0)
     )
-
-
-@pytest.mark.parametrize("target", TARGETS)
-def test_txn_coordinator_kill_conforms(
-    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
-) -> None:
-    result, _ = run_and_check(lab, spark, tmp_path, "txn-coordinator-kill", target)
-    (kill,) = result.info.faults
-    assert kill.took_effect
-    assert outcomes(result.run_dir)["committed"] > 0
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -172,3 +165,56 @@ def test_a_producer_killed_mid_transaction_and_restarted_leaves_nothing_half_don
     assert outcomes(result.run_dir)["committed"] > 0
     observed = {check.name: check.observed for check in verdict.checks}
     assert observed["aborted_read"] == 0
+
+
+def copier_batches(run_dir: RunDir) -> list[dict[str, object]]:
+    columns = ["worker", "session_id", "outcome", "begin_ms", "inputs"]
+    batches: list[dict[str, object]] = (
+        ds.dataset(run_dir.copier_dir, format="parquet").to_table(columns=columns).to_pylist()
+    )
+    return batches
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_txn_copy_coordinator_kill_copies_exactly_once(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
+) -> None:
+    result, verdict = run_and_check(lab, spark, tmp_path, "txn-copy-coordinator-kill", target)
+    (kill,) = result.info.faults
+    assert kill.took_effect, kill.evidence
+    (restarted,) = [
+        e for e in read_events(result.run_dir.faults_jsonl) if e.phase is FaultPhase.END
+    ]
+    assert outcomes(result.run_dir)["committed"] > 0  # the input's producer committed through it
+    batches = copier_batches(result.run_dir)
+    committed = [b for b in batches if b["outcome"] == "committed"]
+    # the copier made progress after the coordinator came back
+    assert any(int(str(b["begin_ms"])) > restarted.ts_ms for b in committed)
+    observed = {c.name: c.observed for c in verdict.checks}
+    assert {n: observed[n] for n in COPY_ANOMALIES} == dict.fromkeys(COPY_ANOMALIES, 0)
+    figures = json.loads(result.run_dir.metrics_json.read_text())["copier"]
+    reads = {r.isolation: r.records for r in result.info.transactions.reads}  # type: ignore[union-attr]
+    assert figures["copies"] == reads["read_committed"] > 0  # every visible input, copied once
+    assert sum(len(b["inputs"]) for b in committed) == figures["copies"]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("target", ["refbroker"])
+def test_txn_copy_at_least_once_is_caught(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
+) -> None:
+    result, verdict = run_and_check(lab, spark, tmp_path, "txn-copy-at-least-once", target)
+    copier = result.info.copier
+    assert copier is not None
+    assert [s.crashed for s in copier.sessions].count(True) == 1  # it crashed, and went on
+    duplicate = next(c for c in verdict.checks if c.name == "duplicate_copy")
+    crashed = next(s for s in copier.sessions if s.crashed)
+    (last_batch,) = [
+        b
+        for b in copier_batches(result.run_dir)
+        if b["session_id"] == crashed.session_id and b["outcome"] == "indeterminate"
+    ]
+    # every input of the batch whose offsets the crash left uncommitted was copied again (and
+    # any batch whose offset commit a rebalance refused)
+    assert duplicate.observed >= len(last_batch["inputs"]) > 0  # type: ignore[arg-type]
+    assert duplicate.examples
+    assert {"partition", "offset", "out_partition", "out_offset"} <= duplicate.examples[0].keys()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from eoslab.rundir import (
     CONSUMER_ANOMALIES,
+    COPY_ANOMALIES,
     PROCESSED_SCHEMA,
     PRODUCER_ANOMALIES,
     TRANSACTION_ANOMALIES,
@@ -57,6 +59,10 @@ def test_repository_suites_load_versioned_and_cover_every_anomaly() -> None:
         TRANSACTION_ANOMALIES
     )
     assert len(transactions.to_gx().expectations) == len(transactions.expectations)
+    (copied,) = load_suites(copied=True)[len(suites) :]
+    assert (copied.name, copied.asset) == ("copy", "copy_ledger")
+    assert {a for e in copied.expectations for a in e["meta"]["anomalies"]} == set(COPY_ANOMALIES)
+    assert len(copied.to_gx().expectations) == len(copied.expectations)
 
 
 def test_every_suite_query_runs_on_its_asset_without_a_shuffle(
@@ -142,6 +148,31 @@ def names(node: PlanNode, *, broadcasts: bool = True) -> list[str]:
 def windows(node: PlanNode) -> list[PlanNode]:
     found = [node] if node.name == "Window" else []
     return found + [w for c in children(node) for w in windows(c)]
+
+
+def assert_read_as_clustered(
+    spark: SparkSession,
+    ledger: DataFrame,
+    derive: Callable[[DataFrame], Mapping[str, DataFrame]],
+    suite: SuiteFile,
+) -> None:
+    """On a clean ``ledger`` (persisted here): every anomaly table ``derive`` makes of it is
+    empty and none of its windows shuffles, and every query of ``suite`` finds nothing and
+    does not shuffle."""
+    cached = ledger.persist()
+    try:
+        for name, table in derive(cached).items():
+            assert table.count() == 0, name
+            for window in windows(plan_nodes(table)):
+                assert "Exchange" not in names(window, broadcasts=False), name
+        cached.createOrReplaceTempView("asset")
+        for expectation in suite.expectations:
+            query = expectation["kwargs"]["unexpected_rows_query"]
+            frame = spark.sql(query.replace("{batch}", "asset"))
+            assert frame.count() == 0
+            assert "Exchange" not in names(plan_nodes(frame)), query
+    finally:
+        cached.unpersist()
 
 
 def consumer_frames(spark: SparkSession, tmp_path: Path) -> tuple[DataFrame, DataFrame]:

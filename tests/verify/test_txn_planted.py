@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
-from test_suites import names, plan_nodes, windows
+from test_suites import assert_read_as_clustered, names, plan_nodes
 from txn_planted import ALSO, PlantedHistory, clean, planted
 
 from eoslab.rundir import TRANSACTION_ANOMALIES
@@ -89,18 +89,5 @@ def test_the_txn_ledger_is_one_shuffle_and_no_window_after_it_shuffles(
         read_transactions(spark, run), read_reads(spark, run, "read_committed")
     )
     assert names(plan_nodes(built)).count("Exchange") == 1
-    ledger = built.persist()
-    try:
-        for name, table in txn_anomalies.derive(ledger).items():
-            assert table.count() == 0, name
-            for window in windows(plan_nodes(table)):
-                assert "Exchange" not in names(window, broadcasts=False), name
-        ledger.createOrReplaceTempView("asset")
-        (suite,) = [s for s in suites.load_suites(transactional=True) if s.asset == "txn_ledger"]
-        for expectation in suite.expectations:
-            query = expectation["kwargs"]["unexpected_rows_query"]
-            frame = spark.sql(query.replace("{batch}", "asset"))
-            assert frame.count() == 0
-            assert "Exchange" not in names(plan_nodes(frame)), query
-    finally:
-        ledger.unpersist()
+    (suite,) = [s for s in suites.load_suites(transactional=True) if s.asset == "txn_ledger"]
+    assert_read_as_clustered(spark, built, txn_anomalies.derive, suite)

@@ -81,7 +81,7 @@ def scenario_with(
     scenario = find_scenario(name)
     if not producer_overrides and seed is None:
         return scenario
-    data = scenario.model_dump(mode="json", exclude_defaults=True)
+    data = scenario.model_dump(mode="json", exclude_defaults=True, by_alias=True)
     data["producer"] = {**scenario.producer, **(producer_overrides or {})}
     if seed is not None:
         data["seed"] = seed

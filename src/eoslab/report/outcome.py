@@ -14,6 +14,7 @@ from typing import Any
 
 from eoslab.rundir import (
     CONSUMER_ANOMALIES,
+    COPY_ANOMALIES,
     TRANSACTION_ANOMALIES,
     Check,
     RunDir,
@@ -34,7 +35,7 @@ def half_of(check: str) -> str:
     producer half's)."""
     if check in CONSUMER_ANOMALIES:
         return "consumer"
-    if check in TRANSACTION_ANOMALIES:
+    if check in TRANSACTION_ANOMALIES or check in COPY_ANOMALIES:
         return "transactions"
     return "producer"
 

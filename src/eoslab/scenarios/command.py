@@ -118,7 +118,9 @@ def show(
     except ScenarioError as error:
         raise fail(error) from error
     typer.echo(
-        yaml.safe_dump(loaded.model_dump(mode="json", exclude_defaults=True), sort_keys=False)
+        yaml.safe_dump(
+            loaded.model_dump(mode="json", exclude_defaults=True, by_alias=True), sort_keys=False
+        )
     )
     if target is not None:
         try:

@@ -9,7 +9,11 @@ cleared in a `finally`, and the producers are stopped before the run directory i
 A transactional workload (``workload.transactions``) gets its readers too
 (:class:`~eoslab.workload.reader.TopicReaders`): one consumer per isolation level reads the
 topic live from before the first send, and on to the end once the producers have stopped and
-the lab is healed; a reader that could not reach the end makes the run invalid.
+the lab is healed; a reader that could not reach the end makes the run invalid. With a copier
+stage (``workload.copy``) the copiers (:class:`~eoslab.workload.copier_workload.CopierWorkload`)
+copy the topic to ``<topic>.copy`` beside the producers and, once the readers are done (no
+transaction open in the input), copy on to its end and exit; one that cannot makes the run
+invalid.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from eoslab.settings import BasePort
 from eoslab.workload.clients import ClientError, client_version, producer_client
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import SETTLE_TIMEOUT_S, ConsumerWorkload
+from eoslab.workload.copier_workload import CopierWorkload
 from eoslab.workload.reader import TopicReaders
 from eoslab.workload.spec import WorkloadSpec
 from eoslab.workload.supervisor import Workload
@@ -237,6 +242,8 @@ class Run:
     """The reference broker's rejected Produce answers by error when the run started."""
     readers: TopicReaders | None = None
     """The topic's readers, one per isolation level, when the producers are transactional."""
+    copiers: CopierWorkload | None = None
+    """The copier stage, when the workload has one."""
 
 
 def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
@@ -293,6 +300,7 @@ def start(
             run_plan.mode,
             run_plan.client,
             transactional=run_plan.workload.transactions is not None,
+            copied=run_plan.workload.copy_stage is not None,
         ),
         client=run_plan.client,
         librdkafka=client_version(run_plan.client),
@@ -309,6 +317,15 @@ def start(
         context.partitions,
         replication or REPLICATION[run_plan.target],
     )
+    copy_stage = run_plan.workload.copy_stage
+    copiers = None if copy_stage is None else CopierWorkload(copy_stage, context)
+    if copiers is not None:
+        create_topic(
+            context.bootstrap,
+            copiers.output_topic,
+            context.partitions,
+            replication or REPLICATION[run_plan.target],
+        )
     if info.broker_profile:
         if refbroker is None:
             raise RunError(f"scenario {scenario.name} sets the reference broker, which is not up")
@@ -354,6 +371,7 @@ def start(
         refbroker,
         rejected,
         readers,
+        copiers,
     )
 
 
@@ -371,6 +389,8 @@ def play(run: Run, *, show_progress: bool | None = None) -> list[str]:
     problems: list[str] = []
     if run.readers is not None:
         run.readers.start()
+    if run.copiers is not None:
+        run.copiers.start()
     if run.consumers is not None:
         run.consumers.start()
         if not run.consumers.wait_settled():
@@ -425,6 +445,12 @@ def finish(run: Run, problems: list[str]) -> RunResult:
             for read in reads
             if not read.complete
         ]
+    copier = None
+    if run.copiers is not None:
+        if not run.copiers.finish():
+            problems.append("a copier did not copy the topic to its end and exit when asked")
+        problems += run.copiers.failures()
+        copier = run.copiers.info()
     broker_errors = {}
     if run.plan.target == "refbroker":
         now = rejected_produces(run.refbroker)
@@ -439,6 +465,7 @@ def finish(run: Run, problems: list[str]) -> RunResult:
             "sessions": run.workload.sessions,
             "consumption": None if run.consumers is None else run.consumers.info(),
             "transactions": transactions,
+            "copier": copier,
             "faults": run.nemesis.effects(run.plan.steps),
             "broker_errors": broker_errors,
             "problems": problems,

@@ -91,10 +91,12 @@ class ScenarioExpected(Expected):
         client: str | None = None,
         *,
         transactional: bool = False,
+        copied: bool = False,
     ) -> dict[str, str | dict[str, str]]:
         """run.json's `expected`: every check, defaults filled (the consumer half's when the run
         has a consumer workload in ``mode``, the transactions' when its producers are
-        transactional), then the target's, the mode's and the client's overrides."""
+        transactional, the copy's when it has a copier stage), then the target's, the mode's
+        and the client's overrides."""
         layers = [
             self,
             self.on.get(target),
@@ -102,7 +104,9 @@ class ScenarioExpected(Expected):
             None if client is None else self.clients.get(client),
         ]
         chosen = [layer for layer in layers if layer is not None]
-        anomalies = default_expectations(consumed=mode is not None, transactional=transactional)
+        anomalies = default_expectations(
+            consumed=mode is not None, transactional=transactional, copied=copied
+        )
         errors: dict[str, str] = {}
         fatal: dict[str, str] = {}
         for layer in chosen:

@@ -7,7 +7,10 @@ the metrics, the ``consumer_exactly_once`` suite and the consumer checks in the 
 A run with transactional producers (run.json's ``transactions``) gets the transactions checked:
 its transaction ledger beside the read of the consumer under test, the transaction anomalies
 (:mod:`eoslab.verify.txn_anomalies`), the transaction figures in the metrics, the
-``transactions`` suite and the transaction checks in the verdict.
+``transactions`` suite and the transaction checks in the verdict. A run with a copier stage
+(run.json's ``copier``) gets the copy checked: the output topic read read_committed (kept in
+``copy-topic/``) beside the input the read_committed reader saw, the copy anomalies
+(:mod:`eoslab.verify.copy_anomalies`), the copier figures, and the ``copy`` suite.
 
 Everything it writes goes under ``RUN_DIR/checker/`` (replaced on every check): the anomaly
 tables (Parquet, one folder per anomaly), ``metrics.json``, the GX context with its Data Docs
@@ -30,6 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from eoslab.rundir import (
+    COPIER_SCHEMA,
     EPOCH_BUMPS,
     FOREIGN,
     ConsumptionInfo,
@@ -39,11 +43,19 @@ from eoslab.rundir import (
     Verdict,
     VerdictLinks,
 )
-from eoslab.verify import anomalies, consumer_anomalies, metrics, suites, txn_anomalies
+from eoslab.verify import (
+    anomalies,
+    consumer_anomalies,
+    copy_anomalies,
+    metrics,
+    suites,
+    txn_anomalies,
+)
 from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offsets
 from eoslab.verify.consumption import read_commits, read_effects, read_processed
+from eoslab.verify.copy_ledger import build_copy_ledger, parse_copies
 from eoslab.verify.counting import count_rows
-from eoslab.verify.history import excuse_aborted, read_history
+from eoslab.verify.history import excuse_aborted, read_dataset, read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.sink_location import jdbc_sink
 from eoslab.verify.spark_session import (
@@ -53,7 +65,7 @@ from eoslab.verify.spark_session import (
     small_run,
     spark_path,
 )
-from eoslab.verify.topic_reader import classify, read_log
+from eoslab.verify.topic_reader import classify, read_copies, read_log
 from eoslab.verify.txn_ledger import (
     aborted_records,
     build_txn_ledger,
@@ -149,6 +161,35 @@ def _transactions(
     return txn_ledger, txn_anomalies.derive(txn_ledger), figures
 
 
+def _copy_stage(
+    spark: SparkSession, run: RunDir, info: RunInfo, copies: DataFrame, cache: Cache
+) -> tuple[DataFrame, dict[str, DataFrame], dict[str, Any]]:
+    """The copy ledger (cached) of the output read read_committed against the input the
+    read_committed reader saw, its anomaly tables, and the copier figures."""
+    assert info.copier is not None
+    copy_ledger = cache(
+        build_copy_ledger(
+            read_transactions(spark, run),
+            read_reads(spark, run, "read_committed"),
+            parse_copies(copies, info.run_id),
+            info.copier.committed_offsets,
+        )
+    )
+    batches = read_dataset(spark, run.copier_dir, COPIER_SCHEMA)
+    figures = {
+        "transactional": info.copier.transactional,
+        "sessions": len(info.copier.sessions),
+        "crashed": sum(1 for session in info.copier.sessions if session.crashed),
+        "batches": {
+            row["outcome"]: int(row["count"])
+            for row in batches.groupBy("outcome").count().collect()
+        },
+        "copies": copies.count(),
+        "committed_offsets": {str(p): o for p, o in sorted(info.copier.committed_offsets.items())},
+    }
+    return copy_ledger, copy_anomalies.derive(copy_ledger), figures
+
+
 def verify_run(
     run_dir: Path,
     spark: SparkSession | None = None,
@@ -173,6 +214,7 @@ def verify_run(
         info.expected,
         consumed=info.consumption is not None,
         transactional=info.transactions is not None,
+        copied=info.copier is not None,
     )
     with _session(spark, master, remote) as session, run_settings(session, run.history_rows()):
         return _check(run, info, expected, session, bootstrap, from_topic=from_topic)
@@ -222,6 +264,9 @@ def _check(
                 history = excuse_aborted(history, aborted_records(read_transactions(spark, run)))
             ledger = cache(build_ledger(classify(raw, info.run_id), history))
             ledger.count()  # the log as of now: later actions reuse this snapshot
+            copies = None
+            if info.copier is not None:
+                copies = read_copies(spark, run, info, bootstrap=bootstrap, from_topic=from_topic)
         with phases("anomalies"):
             key_ledger = cache(by_key(ledger))
             tables = {
@@ -240,6 +285,11 @@ def _check(
                     spark, run, info.transactions, cache
                 )
                 tables.update(txn_tables)
+            if copies is not None:
+                frames["copy_ledger"], copy_tables, half_figures["copier"] = _copy_stage(
+                    spark, run, info, copies, cache
+                )
+                tables.update(copy_tables)
             counts = count_rows(tables)
         with phases("anomaly tables"):
             examples: dict[str, list[dict[str, Any]]] = {}

@@ -4,7 +4,8 @@ It exists as the benchmark's comparison point for the Spark checker, and compute
 counts (see :mod:`eoslab.verify.anomalies` for the definitions): a second, independent
 implementation the tests hold the Spark one against. A run with a consumer workload gets the
 consumer half's counts as well (:mod:`eoslab.verify.naive_consumer`), a run with transactional
-producers the transactions' (:mod:`eoslab.verify.naive_txn`).
+producers the transactions' (:mod:`eoslab.verify.naive_txn`), a run with a copier stage the
+copy's (:mod:`eoslab.verify.naive_copy`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from eoslab.verify.naive_consumer import (
     read_processings,
     read_sink_effects,
 )
+from eoslab.verify.naive_copy import count_copy_anomalies, read_copies
 from eoslab.verify.naive_txn import (
     aborted_records,
     count_txn_anomalies,
@@ -224,5 +226,14 @@ def check(run_dir: Path, bootstrap: str | None = None) -> NaiveResult:
     if info.transactions is not None:
         counts |= count_txn_anomalies(
             read_ledger(run), read_reads(run, info.transactions.isolation)
+        )
+    if info.copier is not None:
+        counts |= count_copy_anomalies(
+            read_ledger(run),
+            read_reads(run, "read_committed"),
+            read_copies(
+                bootstrap or info.bootstrap, info.copier.output_topic, info.partitions, info.run_id
+            ),
+            info.copier.committed_offsets,
         )
     return NaiveResult(counts=counts, records=len(log))

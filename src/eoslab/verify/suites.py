@@ -5,7 +5,8 @@ The suites live in the repository as JSON files (``name``, ``version``, ``descri
 :mod:`eoslab.verify.ledger`) or ``consumer_ledger`` (:mod:`eoslab.verify.consumer_ledger`: only
 runs with a consumer workload have it, and the consumer suites) or ``txn_ledger``
 (:mod:`eoslab.verify.txn_ledger`: only runs with transactional producers have it, and the
-``transactions`` suite), and ``expectations``: GX expectation configurations whose
+``transactions`` suite) or ``copy_ledger`` (:mod:`eoslab.verify.copy_ledger`: only runs with
+a copier stage have it, and the ``copy`` suite), and ``expectations``: GX expectation configurations whose
 ``meta.anomalies`` names the anomaly tables each expectation stands for). Every run gets a
 file-backed GX context under ``RUN_DIR/checker/gx/``: the suites, the validation results and the
 Data Docs of that run.
@@ -52,8 +53,9 @@ from eoslab.verify.counting import count_rows
 SUITE_NAMES = ("exactly_once", "partition_order", "key_order")
 CONSUMER_SUITE_NAMES = ("consumer_exactly_once",)
 TRANSACTION_SUITE_NAMES = ("transactions",)
-ASSETS = ("ledger", "key_ledger", "consumer_ledger", "txn_ledger")
-VALIDATION_ORDER = ("txn_ledger", "consumer_ledger", "key_ledger", "ledger")
+COPY_SUITE_NAMES = ("copy",)
+ASSETS = ("ledger", "key_ledger", "consumer_ledger", "txn_ledger", "copy_ledger")
+VALIDATION_ORDER = ("copy_ledger", "txn_ledger", "consumer_ledger", "key_ledger", "ledger")
 """The order GX validates the assets in: whatever is built on another asset goes before it."""
 DATASOURCE = "eoslab"
 UNEXPECTED_ROWS = "unexpected_rows_expectation"
@@ -115,15 +117,20 @@ class SuiteFile:
 
 
 def load_suites(
-    directory: Path | None = None, consumed: bool = False, transactional: bool = False
+    directory: Path | None = None,
+    consumed: bool = False,
+    transactional: bool = False,
+    copied: bool = False,
 ) -> list[SuiteFile]:
     """The checker's suites, from ``expectations/<name>.json``: the consumer half's too when a
-    consumer workload ran, the transactions' when the producers were transactional."""
+    consumer workload ran, the transactions' when the producers were transactional, the copy's
+    when a copier ran."""
     directory = directory or expectations_dir()
     names = (
         *SUITE_NAMES,
         *(CONSUMER_SUITE_NAMES if consumed else ()),
         *(TRANSACTION_SUITE_NAMES if transactional else ()),
+        *(COPY_SUITE_NAMES if copied else ()),
     )
     return [SuiteFile.load(directory / f"{name}.json") for name in names]
 
@@ -181,7 +188,11 @@ def validate(
     suites = (
         suites
         if suites is not None
-        else load_suites(consumed="consumer_ledger" in frames, transactional="txn_ledger" in frames)
+        else load_suites(
+            consumed="consumer_ledger" in frames,
+            transactional="txn_ledger" in frames,
+            copied="copy_ledger" in frames,
+        )
     )
     context = gx.get_context(mode="file", project_root_dir=str(checker_dir))
     context.variables.progress_bars = ProgressBarsConfig(globally=False)

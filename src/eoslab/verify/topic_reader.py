@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
 from eoslab.admin import topic_exists
 from eoslab.message import FIELD_INDEX, FIELDS, FORMAT_TAG, RECORD_FIELDS, SEPARATOR
-from eoslab.rundir import RunDir, RunInfo
+from eoslab.rundir import Isolation, RunDir, RunInfo
 from eoslab.verify.spark_session import spark_path
 
 RECORD_COLUMNS = (*RECORD_FIELDS, "offset")
@@ -30,10 +31,17 @@ FETCH_BYTES = 16 * 1024 * 1024
 
 
 def read_raw(
-    spark: SparkSession, bootstrap: str, topic: str, partitions: int, transactional: bool = False
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    transactional: bool = False,
+    *,
+    isolation: Isolation = "read_uncommitted",
 ) -> DataFrame:
-    """Every record of every partition, earliest to the latest offset at read time (as a
-    read_uncommitted consumer sees them: aborted transactions' records included).
+    """Every record of every partition, earliest to the latest offset at read time, as a
+    consumer at ``isolation`` sees them (read_uncommitted, the default: aborted transactions'
+    records included; read_committed: up to the last stable offset, without them).
 
     A topic written in transactions has offsets without a record (the commit and abort
     markers), which Spark's source takes for data loss: for such a topic it is told to skip
@@ -45,6 +53,7 @@ def read_raw(
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
         .option("failOnDataLoss", "false" if transactional else "true")
+        .option("kafka.isolation.level", isolation)
         .option("kafka.max.partition.fetch.bytes", str(FETCH_BYTES))
         .option("kafka.fetch.max.bytes", str(FETCH_BYTES))
         .load()
@@ -87,18 +96,63 @@ def read_log(
     from_topic: bool = False,
 ) -> DataFrame:
     """The run's log: the copy its run directory keeps, or (the first time, or ``from_topic``)
-    the topic read from ``bootstrap`` (run.json's by default), kept as that copy first. The
-    copy is written beside, then moved in place: a check that dies halfway leaves none."""
-    bootstrap = require_topic(run, info, bootstrap=bootstrap, from_topic=from_topic)
+    the topic read from ``bootstrap`` (run.json's by default), kept as that copy first."""
+    source = require_topic(run, info, bootstrap=bootstrap, from_topic=from_topic)
+    return _kept(
+        spark,
+        run.topic_dir,
+        source,
+        info.topic,
+        info.partitions,
+        transactional=info.transactions is not None,
+    )
+
+
+def read_copies(
+    spark: SparkSession,
+    run: RunDir,
+    info: RunInfo,
+    *,
+    bootstrap: str | None = None,
+    from_topic: bool = False,
+) -> DataFrame:
+    """The copier's output topic as a read_committed consumer reads it (run.json's
+    ``copier``): kept in the run directory (``copy-topic/``) as the log is."""
+    if info.copier is None:
+        raise ValueError(f"run {info.run_id} had no copier")
+    source = None if run.has_copy_snapshot and not from_topic else bootstrap or info.bootstrap
+    return _kept(
+        spark,
+        run.copy_topic_dir,
+        source,
+        info.copier.output_topic,
+        info.partitions,
+        transactional=True,
+        isolation="read_committed",
+    )
+
+
+def _kept(
+    spark: SparkSession,
+    kept: Path,
+    bootstrap: str | None,
+    topic: str,
+    partitions: int,
+    *,
+    transactional: bool,
+    isolation: Isolation = "read_uncommitted",
+) -> DataFrame:
+    """The copy of ``topic`` kept in folder ``kept``; with a ``bootstrap``, read from the topic
+    and kept first. The copy is written beside, then moved in place: a check that dies halfway
+    leaves none."""
     if bootstrap is not None:
-        transactional = info.transactions is not None
-        raw = read_raw(spark, bootstrap, info.topic, info.partitions, transactional)
-        partial = run.path / f".{run.topic_dir.name}.partial"
+        raw = read_raw(spark, bootstrap, topic, partitions, transactional, isolation=isolation)
+        partial = kept.with_name(f".{kept.name}.partial")
         shutil.rmtree(partial, ignore_errors=True)
         raw.select(*SNAPSHOT_COLUMNS).write.parquet(spark_path(partial))
-        shutil.rmtree(run.topic_dir, ignore_errors=True)
-        partial.rename(run.topic_dir)
-    return spark.read.parquet(spark_path(run.topic_dir))
+        shutil.rmtree(kept, ignore_errors=True)
+        partial.rename(kept)
+    return spark.read.parquet(spark_path(kept))
 
 
 def _field(parts: Column, name: str) -> Column:

@@ -56,13 +56,15 @@ def expected_checks(
     expected: Mapping[str, str | Mapping[str, str]],
     consumed: bool = False,
     transactional: bool = False,
+    copied: bool = False,
 ) -> dict[str, str]:
     """Every check's expectation: the defaults (the consumer half's too when a consumer workload
-    ran, the transactions' when the producers were transactional) overlaid with the scenario's,
+    ran, the transactions' when the producers were transactional, the copy's when a copier ran)
+    overlaid with the scenario's,
     errors flattened to ``errors.<NAME>``. Raises :class:`ExpectationError` on an unknown name or
     form, before any work is done."""
     checks = {
-        **default_expectations(consumed, transactional),
+        **default_expectations(consumed, transactional, copied),
         UNEXPECTED_FATAL: "0",
         EPOCH_BUMPS: ">=0",
     }

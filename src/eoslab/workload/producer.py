@@ -73,6 +73,27 @@ class SessionSpec(BaseModel):
     transactional_id: str | None = None
 
 
+def drain(
+    producer: Producer, timeout_s: float, guarded: Callable[[Callable[[], Any]], Any]
+) -> int | None:
+    """``flush()``, as a loop of polls: the messages left after ``timeout_s`` (None when a
+    fatal error was raised: ``guarded`` records it and returns None). Not ``flush()`` itself:
+    confluent-kafka raises a fatal error from inside the call serving librdkafka's callbacks,
+    and where ``poll()`` then returns, ``flush()`` goes on serving delivery reports with the
+    exception set, which fail (``SystemError: <built-in function time_ns> returned a result
+    with an exception set``, confluent-kafka 2.16.1: a fenced zombie's late writes refused),
+    their outcomes lost. Unlike ``flush()`` it does not cut ``linger.ms`` short for what is
+    queued."""
+    deadline = time.monotonic() + timeout_s
+    while (left := len(producer)) > 0:
+        wait_s = min(deadline - time.monotonic(), 0.05)
+        if wait_s <= 0:
+            return left
+        if guarded(partial(producer.poll, wait_s)) is None:
+            return None
+    return 0
+
+
 class ProducerSession:
     def __init__(self, spec: SessionSpec) -> None:
         self.spec = spec
@@ -248,21 +269,8 @@ class ProducerSession:
         self._progress(done=True)
 
     def _drain(self, timeout_s: float) -> int | None:
-        """``flush()``, as a loop of polls: the messages left after ``timeout_s`` (None when a
-        fatal error was raised, and recorded). Not ``flush()`` itself: confluent-kafka raises a
-        fatal error from inside the call serving librdkafka's callbacks, and where ``poll()``
-        then returns, ``flush()`` goes on serving delivery reports with the exception set, which
-        fail (``SystemError: <built-in function time_ns> returned a result with an exception
-        set``, confluent-kafka 2.16.1: a fenced zombie's late writes refused), their outcomes
-        lost. Unlike ``flush()`` it does not cut ``linger.ms`` short for what is queued."""
-        deadline = time.monotonic() + timeout_s
-        while (left := len(self.producer)) > 0:
-            wait_s = min(deadline - time.monotonic(), 0.05)
-            if wait_s <= 0:
-                return left
-            if self._guarded(partial(self.producer.poll, wait_s)) is None:
-                return None
-        return 0
+        """``flush()``, as a loop of polls (:func:`drain`)."""
+        return drain(self.producer, timeout_s, self._guarded)
 
     def _await_final_stats(self) -> None:
         """One more statistics sample after the flush: the session's final counters."""

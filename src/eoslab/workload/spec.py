@@ -40,8 +40,48 @@ class TransactionSpec(BaseModel):
     )
 
 
-class WorkloadSpec(BaseModel):
+class CopySpec(BaseModel):
+    """The copier stage (consume-transform-produce, issue 21): ``workers`` processes in one
+    consumer group read the run's topic read_committed and copy it to ``<topic>.copy``, each
+    batch of up to ``records_per_transaction`` records in one transaction with the consumer's
+    offsets (``send_offsets_to_transaction``). ``transactional`` false is the at-least-once
+    copier of the negative control: copies produced and flushed, then the offsets committed
+    apart. ``crash_after_batches``: worker -> N, its first session kills itself (-9) once its
+    N-th batch is produced and flushed, before the batch's commit; a new session takes over."""
+
     model_config = ConfigDict(extra="forbid")
+
+    workers: int = Field(2, ge=1, le=16, description="copier processes in the copier group")
+    records_per_transaction: int = Field(20, ge=1, le=10_000)
+    transactional: bool = Field(
+        True, description="false: produce, flush, then commit offsets (at least once)"
+    )
+    crash_after_batches: dict[int, int] = Field(
+        default_factory=dict,
+        description="worker -> N: its first session kills itself after producing batch N",
+    )
+    call_timeout_s: float = Field(
+        10.0, gt=0, description="bound on init_transactions, commit, abort, send_offsets"
+    )
+    finish_timeout_s: float = Field(
+        60.0, gt=0, description="how long the copiers may take to copy to the end when asked"
+    )
+
+    @model_validator(mode="after")
+    def _crashes_fit(self) -> Self:
+        for worker, batches in self.crash_after_batches.items():
+            if not 0 <= worker < self.workers:
+                raise ValueError(
+                    f"crash_after_batches: worker {worker}, but the copier has {self.workers} "
+                    "worker(s)"
+                )
+            if batches < 1:
+                raise ValueError(f"crash_after_batches: worker {worker}: {batches} is not >= 1")
+        return self
+
+
+class WorkloadSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     producers: int = Field(1, ge=1, le=32, description="producer processes")
     records: int | None = Field(3000, ge=1, description="records over all producers")
@@ -59,11 +99,21 @@ class WorkloadSpec(BaseModel):
     transactions: TransactionSpec | None = Field(
         None, description="transactional producers; unset: idempotent producers"
     )
+    copy_stage: CopySpec | None = Field(
+        None,
+        alias="copy",
+        description="a copier stage copying the run's topic (needs transactions)",
+    )
 
     @model_validator(mode="after")
     def _bounded(self) -> Self:
         if self.records is None and self.duration_s is None:
             raise ValueError("records: give a record count, a duration_s, or both")
+        if self.copy_stage is not None and self.transactions is None:
+            raise ValueError(
+                "copy: the copier checks its input against the transaction ledger; it needs "
+                "transactional producers (workload.transactions)"
+            )
         return self
 
     def records_of(self, producer: int) -> int | None:

@@ -61,6 +61,31 @@ FROZEN = "frozen"
 """The ``state`` of the session's progress line written just before it stops itself."""
 
 
+def call_retried(
+    call: Callable[[], object], on_fatal: Callable[[KafkaError], None]
+) -> KafkaError | None:
+    """``call()`` (a transactional call of librdkafka), retried while it fails retriably
+    (CALL_TRIES times, each bounded by the call's own timeout); the error it ended on, None on
+    success. A fatal error goes to ``on_fatal`` and ends the tries."""
+    error: KafkaError | None = None
+    for _ in range(CALL_TRIES):
+        try:
+            call()
+            return None
+        except KafkaException as raised:
+            error = raised.args[0]
+            if not isinstance(error, KafkaError):
+                raise
+            if error.fatal():
+                on_fatal(error)
+                return error
+            if not error.retriable():
+                return error
+            print(f"retrying: {error.name()}: {error.str()}", file=sys.stderr, flush=True)
+            time.sleep(RETRY_PAUSE_S)
+    return error
+
+
 class TransactionalSession(ProducerSession):
     def __init__(self, spec: SessionSpec) -> None:
         transactions = spec.transactions
@@ -91,25 +116,9 @@ class TransactionalSession(ProducerSession):
 
     # ---------------------------------------------------------------- librdkafka's calls
     def _call(self, call: Callable[[], object]) -> KafkaError | None:
-        """``call()``, retried while it fails retriably (bounded); the error it ended on, None
-        on success. A fatal error is recorded as the session's."""
-        error: KafkaError | None = None
-        for _ in range(CALL_TRIES):
-            try:
-                call()
-                return None
-            except KafkaException as raised:
-                error = raised.args[0]
-                if not isinstance(error, KafkaError):
-                    raise
-                if error.fatal():
-                    self._on_fatal(error)
-                    return error
-                if not error.retriable():
-                    return error
-                print(f"retrying: {error.name()}: {error.str()}", file=sys.stderr, flush=True)
-                time.sleep(RETRY_PAUSE_S)
-        return error
+        """``call()``, retried while it fails retriably (:func:`call_retried`); a fatal error
+        is recorded as the session's."""
+        return call_retried(call, self._on_fatal)
 
     # ---------------------------------------------------------------- sending
     def run(self) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,10 +124,37 @@ def unsettled_outcome(ending: dict[str, Any] | None) -> TxnOutcome:
     return TxnOutcome.ABORTED
 
 
-def ledger_rows(
-    events: list[dict[str, Any]], run_id: str, session_id: str, producer: int, transactional_id: str
-) -> dict[str, list[Any]]:
-    """The ledger's columns (TRANSACTIONS_SCHEMA) for one session's journal events."""
+@dataclass(frozen=True)
+class Settlement:
+    """One transaction of a journal: its ``begin`` and ``ending`` events and how it ended (a
+    transaction without a ``settled`` event: :func:`unsettled_outcome`, the session killed);
+    the producer id and epoch the journal last named, at its settlement or before."""
+
+    txn: int
+    begin: dict[str, Any]
+    ending: dict[str, Any] | None
+    outcome: TxnOutcome
+    error: str | None
+    settled_ms: int | None
+    producer_id: int | None
+    producer_epoch: int | None
+
+    def columns(self) -> dict[str, Any]:
+        """The columns every ledger of transactions has (TRANSACTIONS_SCHEMA, COPIER_SCHEMA)."""
+        return {
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "txn": self.txn,
+            "outcome": self.outcome.value,
+            "error": self.error,
+            "begin_ms": self.begin["begin_ms"],
+            "end_ms": None if self.ending is None else int(self.ending["end_ms"]),
+            "settled_ms": self.settled_ms,
+        }
+
+
+def settlements(events: list[dict[str, Any]]) -> list[Settlement]:
+    """Every transaction the journal's events began, in order, with how it ended."""
     begins: dict[int, dict[str, Any]] = {}
     endings: dict[int, dict[str, Any]] = {}
     settles: dict[int, dict[str, Any]] = {}
@@ -134,38 +162,54 @@ def ledger_rows(
         chosen = {"begin": begins, "ending": endings, "settled": settles}.get(event["event"])
         if chosen is not None:
             chosen[int(event["txn"])] = event
-    columns: dict[str, list[Any]] = {name: [] for name in TRANSACTIONS_SCHEMA.names}
+    found = []
     last_ids: tuple[int | None, int | None] = (None, None)
     for txn in sorted(begins):
-        begin, ending, settled = begins[txn], endings.get(txn), settles.get(txn)
+        ending, settled = endings.get(txn), settles.get(txn)
         if settled is not None:
             outcome = TxnOutcome(settled["outcome"])
             error, settled_ms = settled.get("error"), settled.get("settled_ms")
             last_ids = (settled.get("producer_id"), settled.get("producer_epoch"))
         else:
             outcome, error, settled_ms = unsettled_outcome(ending), PRODUCER_KILLED, None
-        row = {
+        found.append(Settlement(txn, begins[txn], ending, outcome, error, settled_ms, *last_ids))
+    return found
+
+
+def settlement_columns(
+    events: list[dict[str, Any]],
+    schema: pa.Schema,
+    row_of: Callable[[Settlement], dict[str, Any]],
+) -> dict[str, list[Any]]:
+    """A ledger's columns (of ``schema``) for one session's journal events: a transaction's
+    own columns (:meth:`Settlement.columns`) and what ``row_of`` makes of it."""
+    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    for settled in settlements(events):
+        row = {**settled.columns(), **row_of(settled)}
+        for name in schema.names:
+            columns[name].append(row[name])
+    return columns
+
+
+def ledger_rows(
+    events: list[dict[str, Any]], run_id: str, session_id: str, producer: int, transactional_id: str
+) -> dict[str, list[Any]]:
+    """The ledger's columns (TRANSACTIONS_SCHEMA) for one session's journal events."""
+    return settlement_columns(
+        events,
+        TRANSACTIONS_SCHEMA,
+        lambda settled: {
             "run_id": run_id,
             "session_id": session_id,
             "producer": producer,
             "transactional_id": transactional_id,
-            "producer_id": last_ids[0],
-            "producer_epoch": last_ids[1],
-            "txn": txn,
-            "intended": begin["intended"],
-            "outcome": outcome.value,
-            "error": error,
-            "begin_ms": begin["begin_ms"],
-            "end_ms": None if ending is None else ending["end_ms"],
-            "settled_ms": settled_ms,
+            "intended": settled.begin["intended"],
             "records": [
                 {"partition": p, "seq": seq, "key": key, "key_seq": key_seq}
-                for p, seq, key, key_seq in begin["records"]
+                for p, seq, key, key_seq in settled.begin["records"]
             ],
-        }
-        for name in TRANSACTIONS_SCHEMA.names:
-            columns[name].append(row[name])
-    return columns
+        },
+    )
 
 
 def seal_transactions(

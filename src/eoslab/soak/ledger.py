@@ -41,6 +41,7 @@ PRODUCER_CONFIG: dict[str, str | int | float | bool] = {
     "log_level": 0,  # the outages are the point: no connection-refused lines
 }
 FLUSH_TIMEOUT_S = 120.0
+MAX_MISPLACED_EXAMPLES = 10
 
 
 @dataclass
@@ -50,6 +51,10 @@ class LedgerCheck:
     acknowledged: int
     in_log: int
     lost: int
+    """Acknowledged records not in the log at all."""
+    misplaced: int
+    """Acknowledged records in the log, but at another offset than their acknowledgement said."""
+    misplaced_examples: list[dict[str, object]]
     duplicates: int
     unacknowledged_in_log: int
     """Records whose delivery report never came or said failure, found in the log (allowed)."""
@@ -66,6 +71,8 @@ class LedgerCheck:
             "acknowledged": self.acknowledged,
             "in_log": self.in_log,
             "lost": self.lost,
+            "misplaced": self.misplaced,
+            "misplaced_examples": self.misplaced_examples,
             "duplicates_within_session": self.duplicates,
             "unacknowledged_in_log": self.unacknowledged_in_log,
             "producer_sessions": self.sessions,
@@ -165,11 +172,22 @@ class LedgerProducer(Background):
         counts = Counter(value for _, value in logged)
         with self._lock:
             acked = dict(self.acked)
-        lost = sum(1 for value, offset in acked.items() if at.get(value) != offset)
+        lost = sum(1 for value in acked if value not in at)
+        misplaced = [
+            {
+                "value": value.decode(errors="replace"),
+                "acknowledged_at": offset,
+                "found_at": at[value],
+            }
+            for value, offset in acked.items()
+            if value in at and at[value] != offset
+        ]
         return LedgerCheck(
             acknowledged=len(acked),
             in_log=len(logged),
             lost=lost,
+            misplaced=len(misplaced),
+            misplaced_examples=misplaced[:MAX_MISPLACED_EXAMPLES],
             duplicates=sum(count - 1 for count in counts.values() if count > 1),
             unacknowledged_in_log=sum(1 for value in counts if value not in acked),
             sessions=self.sessions,

@@ -34,29 +34,60 @@ async def _stepwise(ctx: RequestContext, storage: LogManager, steps: Iterator[in
             raise ConnectionAbortedError("the broker crash-restarted during a topic operation")
 
 
+Outcome = tuple[ErrorCode, str | None]
+
+
+async def _create(ctx: RequestContext, name: str, partitions: int) -> Outcome:
+    storage = ctx.broker.storage
+    try:
+        await _stepwise(ctx, storage, storage.create_topic_steps(name, partitions))
+    except TopicExistsError:
+        return ErrorCode.topic_already_exists, f"Topic '{name}' already exists."
+    except InvalidTopicError as invalid:
+        return ErrorCode.invalid_topic_exception, str(invalid)
+    except ConnectionAbortedError as crashed:
+        return ErrorCode.unknown_server_error, str(crashed)
+    return ErrorCode.none, None
+
+
+TIMED_OUT: Outcome = (ErrorCode.request_timed_out, "Timed out waiting for the topic's creation.")
+
+
 class CreateTopicsHandler(ApiHandler):
+    """Kafka 3.9's (ZooKeeper mode) timing: a creation still under way when the request's
+    ``timeout`` ends is answered REQUEST_TIMED_OUT and goes on (the topic appears whole once
+    done); a timeout of 0 or less answers at once, as soon as each creation has begun."""
+
     api_key = 19
     min_version = 2
     max_version = 7
 
+    def __init__(self) -> None:
+        self._creations: set[asyncio.Task[Outcome]] = set()
+        """Creations the loop must keep (a task only weakly referenced may be collected)."""
+
     async def handle(self, request: Any, ctx: RequestContext) -> object | None:
-        outcomes = []
-        for topic in request.topics:
-            error, message, partitions = self._validate(ctx, topic)
+        validated = [(topic.name, *self._validate(ctx, topic)) for topic in request.topics]
+        creations: dict[int, asyncio.Task[Outcome]] = {}
+        for index, (name, error, _, partitions) in enumerate(validated):
             if error is ErrorCode.none and not request.validate_only:
-                try:
-                    storage = ctx.broker.storage
-                    await _stepwise(
-                        ctx, storage, storage.create_topic_steps(topic.name, partitions)
-                    )
-                except TopicExistsError:
-                    error, message = (
-                        ErrorCode.topic_already_exists,
-                        f"Topic '{topic.name}' already exists.",
-                    )
-                except InvalidTopicError as invalid:
-                    error, message = ErrorCode.invalid_topic_exception, str(invalid)
-            outcomes.append((topic.name, error, message, partitions))
+                created = asyncio.create_task(_create(ctx, name, partitions))
+                self._creations.add(created)
+                created.add_done_callback(self._creations.discard)
+                creations[index] = created
+        timeout_s = request.timeout.total_seconds()
+        if creations:
+            await asyncio.sleep(0)  # every creation begins (its name reserved, its checks made)
+            if timeout_s > 0:
+                await asyncio.wait(creations.values(), timeout=timeout_s)
+        outcomes = []
+        for index, (name, error, message, partitions) in enumerate(validated):
+            outcome: Outcome = (error, message)
+            if (creation := creations.get(index)) is not None and creation.done():
+                outcome = creation.result()
+            elif creation is not None and timeout_s > 0:
+                outcome = TIMED_OUT
+            outcomes.append((name, *outcome, partitions))
         return self._response(ctx, outcomes)
 
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:

@@ -21,7 +21,10 @@ at-least-once copier, the copies in the log and the offsets not committed).
 
 librdkafka does not always keep its own timeouts: after a kill -9 of the reference broker,
 ``send_offsets_to_transaction`` (librdkafka 2.16.1) was seen not to return for over a minute
-with a timeout of 30 s. A watchdog thread ends a session whose librdkafka call has gone
+with a timeout of 30 s — its debug log shows AddOffsetsToTxn answered after the restart and
+then no FindCoordinator or TxnOffsetCommit at all: librdkafka's open issues #5456 (the
+coordinator request's timeout is never checked) and #5511 (a cached group coordinator that
+went away is waited for). A watchdog thread ends a session whose librdkafka call has gone
 :data:`HANG_MARGIN_S` past its timeout: it says which call (``hung_in`` on its last progress
 line) and kills itself (-9) there, as at a crash point; the supervisor starts a new session,
 whose ``init_transactions`` fences the hung one and aborts its open transaction. An application

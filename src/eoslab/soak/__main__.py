@@ -150,13 +150,13 @@ def soak(
         typer.Option(
             min=1, help="Stop sending frames after this long (frames tried are reported)."
         ),
-    ] = 900.0,
+    ] = 600.0,
     proxy_frames: Annotated[
         int, typer.Option(min=0, help="Malformed frames through the chaos proxy (0: skip).")
     ] = 200_000,
     proxy_frames_max_seconds: Annotated[
         float, typer.Option(min=1, help="Stop sending frames through the proxy after this long.")
-    ] = 300.0,
+    ] = 200.0,
     cycles: Annotated[int, typer.Option(min=0, help="kill -9 / restart cycles (0: skip).")] = 100,
     cycles_max_seconds: Annotated[
         float, typer.Option(min=1, help="No kill after this long (cycles done are reported).")

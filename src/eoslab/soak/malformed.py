@@ -30,7 +30,7 @@ class MalformedParams:
     seed: int = 0
     workers: int = 8
     timeout_s: float = 5.0
-    max_seconds: float = 900.0
+    max_seconds: float = 600.0
     """No frame is sent after this long: the soak is bounded in time as well as in count."""
     ledger_rate: float = 200.0
     via_proxy: bool = False

@@ -34,7 +34,7 @@ class ProducerIdParams:
     producers: int = 100_000
     """Producer ids per wave."""
     partitions: int = 16
-    expiration_ms: int = 90_000
+    expiration_ms: int = 60_000
     """producer.id.expiration.ms of the broker under test (Kafka's default is a day)."""
     check_interval_ms: int = 1_000
     """producer.id.expiration.check.interval.ms (Kafka's default is ten minutes)."""

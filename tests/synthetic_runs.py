@@ -24,8 +24,10 @@ from eoslab.rundir import (
     cell_name,
     message_id,
 )
+from eoslab.runtime.versions import broker_version
 from eoslab.verify.verdict import build_verdict, expected_checks, judge
 
+LIBRDKAFKA = "2.16.1"
 START_MS = 1_700_000_000_000
 RECORDS = 200
 
@@ -139,6 +141,8 @@ def make_run(
         seed=0,
         started_ms=started_ms,
         ended_ms=started_ms + 2_500,
+        librdkafka=LIBRDKAFKA,
+        broker_version=broker_version(target),  # type: ignore[arg-type]
         expected=expected or {},
         consumption=None
         if mode is None

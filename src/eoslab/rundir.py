@@ -362,6 +362,9 @@ class RunInfo(BaseModel):
     name); None: the workload's own."""
     librdkafka: str | None = None
     """The librdkafka version the producers ran."""
+    broker_version: str | None = None
+    """What the target ran (:func:`eoslab.runtime.versions.broker_version`); None: a cluster
+    of the user's, or a run from before it was recorded."""
     broker_profile: dict[str, str | int] = Field(default_factory=dict)
     """The reference broker's settings for this run when the scenario sets them (``rules``,
     ``retained_batches``); empty: the broker as the lab started it."""

@@ -9,7 +9,11 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
-from eoslab.report.render import write_nightly_report
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eoslab.report.render import write_nightly_report, write_run_report
+from eoslab.rundir import RunDir
 from synthetic_runs import make_run
 
 CHROMIUM_FLAGS = [
@@ -109,3 +113,21 @@ def test_chromium_renders_the_matrix_with_every_cell(tmp_path: Path) -> None:
     assert cells.count('class="fault-window"') == 4
     assert cells.count('class="night conforms tonight"') == 2
     assert cells.count('class="night does_not_conform tonight"') == 1
+
+
+def test_chromium_renders_a_run_page_with_every_plot(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path / "runs", "baseline", "refbroker", observed={"duplicate": 2})
+    places = RunDir(run_dir).anomaly_dir("duplicate")
+    places.mkdir(parents=True)
+    pq.write_table(
+        pa.table({"partition": pa.array([0, 1], pa.int32()), "offset": pa.array([4, 7])}),
+        places / "part-0.parquet",
+    )
+    page = write_run_report(run_dir, tmp_path / "reports")
+    done = chromium(tmp_path / "profile", "--dump-dom", page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    for section in ('id="anomaly-map"', 'id="figure"'):
+        drawn = dom[dom.index(section) :]
+        assert drawn.index("<svg") < drawn.index("</div>"), f"{section} has no plot"
+    assert "duplicate (2)" in dom

@@ -6,13 +6,16 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from eoslab.probe.every_flow import FlowSummary, read_summaries, write_summaries
 from eoslab.report.command import app
 from eoslab.report.outcome import Status, latest_per_cell, load_outcome
-from eoslab.report.plots import fault_windows, run_figure_svg
+from eoslab.report.plots import anomaly_places, fault_windows, run_figure_svg
 from eoslab.report.render import read_summary, write_nightly_report, write_run_report
+from eoslab.rundir import RunDir
 from synthetic_runs import START_MS, make_run
 
 NEGATIVE_CONTROL = {"duplicate": ">0"}
@@ -217,3 +220,39 @@ def test_the_nights_probe_diffs_are_in_the_matrix_and_an_unexplained_one_turns_i
     write_summaries(path, [as_kafka, differs])
     assert read_summaries(path) == [as_kafka, differs]
     assert read_summaries(tmp_path / "none.json") == []
+
+
+def _anomaly_table(run_dir: Path, name: str, rows: list[tuple[int, int | None]]) -> None:
+    folder = RunDir(run_dir).anomaly_dir(name)
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pa.table(
+        {
+            "partition": pa.array([p for p, _ in rows], pa.int32()),
+            "offset": pa.array([o for _, o in rows], pa.int64()),
+        }
+    )
+    pq.write_table(table, folder / "part-0.parquet")
+
+
+def test_the_run_page_shows_where_the_anomalies_sit(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path / "runs", "baseline", "kafka", observed={"duplicate": 3})
+    _anomaly_table(run_dir, "duplicate", [(0, 5), (0, 6), (1, 9)])
+    _anomaly_table(run_dir, "lost", [(0, None), (1, None)])
+    _anomaly_table(run_dir, "reorder", [])  # found nothing: not drawn
+    _anomaly_table(run_dir, "indeterminate", [(0, 3)])  # an outcome, not an anomaly
+    places = anomaly_places(run_dir)
+    assert [(a.name, a.partitions, a.offsets, a.not_in_log) for a in places] == [
+        ("duplicate", [0, 0, 1], [5, 6, 9], 0),
+        ("lost", [], [], 2),
+    ]
+    page = write_run_report(run_dir, tmp_path / "reports").read_text()
+    section = page.split('<div id="anomaly-map">')[1].split("</div>")[0]
+    assert "<svg" in section
+    assert "duplicate (3)" in section
+    assert "lost (2, 2 not in the log)" in section
+    assert "indeterminate" not in section
+    assert "reorder" not in section
+
+    clean = make_run(tmp_path / "runs", "baseline", "refbroker")
+    assert anomaly_places(clean) == []
+    assert 'id="anomaly-map"' not in write_run_report(clean, tmp_path / "reports").read_text()

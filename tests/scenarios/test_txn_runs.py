@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 from eoslab.fault_events import FaultPhase, read_events
 from eoslab.rundir import COPY_ANOMALIES, TRANSACTION_ANOMALIES, RunDir, Verdict, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.versions import broker_version
 from eoslab.scenarios.catalogue import find_scenario
 from eoslab.scenarios.executor import RunResult, execute
 from eoslab.verify import naive
@@ -55,6 +56,7 @@ def run_and_check(
         show_progress=False,
     )
     assert result.problems == []
+    assert result.info.broker_version == broker_version(target)  # type: ignore[arg-type]
     assert [f.summary for f in result.info.faults if not f.took_effect] == []
     verdict = verify_run(result.run_dir.path, spark=spark)
     assert verdict.status is VerdictStatus.CONFORMS, [m.summary for m in verdict.mismatches]

@@ -66,6 +66,8 @@ class RunOutcome:
     group_protocol: str = "classic"
     """The consumers' group protocol (``consumer``: KIP-848)."""
     librdkafka: str | None = None
+    broker_version: str | None = None
+    """What the target ran (run.json); None: not recorded."""
     faults: list[dict[str, Any]] = field(default_factory=list)
     """Every step of the timeline, judged (FaultEffect): did it take effect, and the evidence."""
     invalid: list[str] = field(default_factory=list)
@@ -139,6 +141,7 @@ def load_outcome(run_dir: Path) -> RunOutcome:
         if info.consumption is None
         else info.consumption.group_protocol,
         "librdkafka": info.librdkafka,
+        "broker_version": info.broker_version,
         "faults": [fault.model_dump() for fault in info.faults],
         "started_ms": info.started_ms,
         "ended_ms": info.ended_ms,

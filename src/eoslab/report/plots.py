@@ -479,6 +479,81 @@ def trend_figure_svg(nights: list[dict[str, Any]]) -> str | None:
     return _inline_svg(figure)
 
 
+NOT_ANOMALIES = frozenset({"indeterminate"})
+"""Tables the checker writes beside the anomalies that are no anomaly (an unknown outcome)."""
+ANOMALY_MARKERS = "oXs^vD*Ph"
+
+
+@dataclass(frozen=True)
+class AnomalyPlaces:
+    """Where one anomaly's rows sit in the log: (partition, offset) of each row in the log, and
+    how many rows have no offset (a lost record is nowhere in the log)."""
+
+    name: str
+    partitions: list[int]
+    offsets: list[int]
+    not_in_log: int
+
+    @property
+    def label(self) -> str:
+        rows = len(self.offsets) + self.not_in_log
+        nowhere = f", {self.not_in_log} not in the log" if self.not_in_log else ""
+        return f"{self.name} ({rows}{nowhere})"
+
+
+def anomaly_places(run_dir: Path) -> list[AnomalyPlaces]:
+    """Every anomaly table of the checker with rows, in name order (``indeterminate`` is an
+    outcome, not an anomaly: left out)."""
+    anomalies = RunDir(run_dir).anomalies_dir
+    if not anomalies.is_dir():
+        return []
+    found = []
+    for folder in sorted(p for p in anomalies.iterdir() if p.is_dir()):
+        if folder.name in NOT_ANOMALIES or not any(folder.rglob("*.parquet")):
+            continue
+        table = ds.dataset(folder, format="parquet")
+        if not {"partition", "offset"} <= set(table.schema.names):
+            continue
+        rows = table.to_table(columns=["partition", "offset"]).to_pylist()
+        placed = [r for r in rows if r["offset"] is not None and r["partition"] is not None]
+        if rows:
+            found.append(
+                AnomalyPlaces(
+                    name=folder.name,
+                    partitions=[int(r["partition"]) for r in placed],
+                    offsets=[int(r["offset"]) for r in placed],
+                    not_in_log=len(rows) - len(placed),
+                )
+            )
+    return found
+
+
+def anomaly_map_svg(run_dir: Path) -> str | None:
+    """Where the anomalies sit: each anomalous row at its offset (x) in its partition (y), one
+    marker per anomaly; None when the checker found none."""
+    places = anomaly_places(run_dir)
+    if not places:
+        return None
+    figure = Figure(figsize=(9, 2.6))
+    axes = figure.subplots()
+    for index, anomaly in enumerate(places):
+        lane = (index + 1) / (len(places) + 1) - 0.5  # each anomaly in a lane of its partition
+        axes.scatter(
+            anomaly.offsets,
+            [p + lane * 0.6 for p in anomaly.partitions],
+            s=14,
+            marker=ANOMALY_MARKERS[index % len(ANOMALY_MARKERS)],
+            label=anomaly.label,
+        )
+    partitions = sorted({p for a in places for p in a.partitions}) or [0]
+    axes.set_yticks(partitions)
+    axes.set_ylim(min(partitions) - 0.6, max(partitions) + 0.6)
+    axes.set_ylabel("partition")
+    axes.set_xlabel("offset")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    return _inline_svg(figure)
+
+
 def _inline_svg(figure: Figure) -> str:
     figure.tight_layout()
     out = io.StringIO()

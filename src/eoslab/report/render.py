@@ -36,6 +36,7 @@ from eoslab.report.history import (
 from eoslab.report.junit import junit_xml
 from eoslab.report.outcome import HALVES, RunOutcome, Status, latest_per_cell, load_outcome
 from eoslab.report.plots import (
+    anomaly_map_svg,
     consumer_figure_svg,
     run_figure_svg,
     timeline_svg,
@@ -143,6 +144,7 @@ def write_run_report(run_dir: Path, reports: Path | None = None) -> Path:
             anomalies=_anomaly_rows(outcome),
             figure=run_figure_svg(run.path),
             consumer_figure=consumer_figure_svg(run.path),
+            anomaly_map=anomaly_map_svg(run.path),
             links={name: href for name, href in links.items() if href},
             generated=_now(),
         )
@@ -229,6 +231,7 @@ def write_nightly_report(
         "run_time_s": _span_s(outcomes),
         "history_nights": [night.name for night in nights],
         "flaky": [cell.to_json() for cell in flaky],
+        "versions": versions_tested(outcomes),
         "outcomes": [
             {
                 "scenario": o.scenario,
@@ -260,6 +263,22 @@ def write_nightly_report(
     index = _write(page_dir, html, summary, junit_xml(f"eoslab nightly {name}", outcomes))
     write_trend(root)
     return index
+
+
+NOT_RECORDED = "not recorded"
+
+
+def versions_tested(outcomes: list[RunOutcome]) -> dict[str, list[str]]:
+    """What the night tested, as its runs recorded it: per target what it ran (the Kafka
+    release, the reference broker's rule sets), and every librdkafka the producers ran."""
+    tested: dict[str, set[str]] = {}
+    for outcome in outcomes:
+        tested.setdefault(outcome.target, set()).add(outcome.broker_version or NOT_RECORDED)
+    clients = {o.librdkafka for o in outcomes if o.librdkafka}
+    return {
+        **{target: sorted(ran) for target, ran in sorted(tested.items())},
+        "librdkafka": sorted(clients) or [NOT_RECORDED],
+    }
 
 
 def exit_code(summary: dict[str, Any]) -> int:

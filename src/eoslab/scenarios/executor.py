@@ -51,6 +51,7 @@ from eoslab.rundir import (
 from eoslab.runtime.lab import ProcessFaults
 from eoslab.runtime.postgres import LAB_SINK, lab_sink
 from eoslab.runtime.topology import LabConfig
+from eoslab.runtime.versions import broker_version
 from eoslab.scenarios.schema import Scenario
 from eoslab.settings import BasePort
 from eoslab.workload.clients import ClientError, client_version, producer_client
@@ -246,6 +247,12 @@ class Run:
     """The copier stage, when the workload has one."""
 
 
+def _rules(scenario: Scenario) -> str | None:
+    """The reference broker's rule set the scenario asks for (None: the broker's own)."""
+    rules = scenario.refbroker.rules if scenario.refbroker else None
+    return None if rules is None else str(rules)
+
+
 def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
     return config.bootstrap(target)
 
@@ -304,6 +311,9 @@ def start(
         ),
         client=run_plan.client,
         librdkafka=client_version(run_plan.client),
+        broker_version=None
+        if run_plan.target == "external"
+        else broker_version(run_plan.lab_target, _rules(scenario)),
         broker_profile=(
             scenario.refbroker.settings()
             if scenario.refbroker and run_plan.lab_target == "refbroker"

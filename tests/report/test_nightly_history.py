@@ -28,6 +28,7 @@ from eoslab.report.history import (
 from eoslab.report.outcome import Status
 from eoslab.report.plots import TIMELINE_WIDTH, acked_series, timeline_svg
 from eoslab.report.render import read_summary, write_nightly_report
+from eoslab.runtime.versions import broker_version
 from synthetic_runs import START_MS, make_run
 
 C, D, INV, E = Status.CONFORMS, Status.DOES_NOT_CONFORM, Status.INVALID, Status.ERROR
@@ -356,3 +357,25 @@ def test_the_nightly_command_names_the_flaky_cells(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     flaky_lines = [line for line in done.output.splitlines() if line.startswith("flaky:")]
     assert flaky_lines == ["flaky: baseline on kafka (conformed 2, failed 1 of the last 3 nights)"]
+
+
+def test_the_nightly_page_lists_the_versions_tested(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    page = write_nightly_report(
+        [
+            make_run(runs, "baseline", "kafka"),
+            make_run(runs, "baseline", "kafka4"),
+            make_run(runs, "baseline", "refbroker"),
+        ],
+        name=NIGHTS[0],
+        reports=tmp_path / "reports",
+    )
+    assert read_summary(page)["versions"] == {
+        "kafka": ["Kafka 3.9.2 (ZooKeeper)"],
+        "kafka4": ["Kafka 4.4.0 (KRaft)"],
+        "refbroker": ["reference broker, kafka-3.9 rules"],
+        "librdkafka": ["2.16.1"],
+    }
+    table = page.read_text().split('<table id="versions">')[1].split("</table>")[0]
+    assert "<td>kafka4</td><td>Kafka 4.4.0 (KRaft)</td>" in table
+    assert broker_version("refbroker", "kafka-2.0") == "reference broker, kafka-2.0 rules"

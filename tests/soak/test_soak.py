@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from eoslab.kafka_api import encode_request
@@ -14,6 +15,7 @@ from eoslab.probe.requests import produce_request
 from eoslab.refbroker.apis import api_handlers
 from eoslab.soak.frames import OUTCOMES, explain_silence
 from eoslab.soak.mutator import MUTATIONS, Frame, FrameMutator
+from eoslab.soak.transactions import judge
 from eoslab.soak.verdict import problems
 
 SERVED = {key: (h.min_version, h.max_version) for key, h in api_handlers().items()}
@@ -92,6 +94,15 @@ def test_the_verdict_names_every_broken_promise() -> None:
                 "highest_commit": 9,
                 "acknowledged_commits": 3,
             },
+            "transactions": {
+                "transactions": {"committed": 0, "aborted": 2, "unknown": 0},
+                "lost_committed": 1,
+                "aborted_read": 1,
+                "duplicates": 0,
+                "torn": 1,
+                "last_stable_offset": 10,
+                "high_watermark": 12,
+            },
         },
     }
     quiet_server = {"crashes": 0, "liveness": {"failures": 0}, "memory": {"growth_ratio": 1.0}}
@@ -132,7 +143,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
             },
         },
     }
-    assert len(problems(results)) == 26
+    assert len(problems(results)) == 31
 
 
 def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
@@ -183,6 +194,10 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
     assert group["acknowledged_commits"] > 0
     assert group["restarts_with_committed_offset_behind_an_acknowledged_commit"] == 0
     assert group["committed_offset_at_end"] >= group["highest_commit"]
+    transactions = crash["transactions"]
+    assert transactions["transactions"]["committed"] > 0
+    assert transactions["aborted_records_in_log"] > 0  # there to be wrongly read, and not read
+    assert transactions["last_stable_offset"] == transactions["high_watermark"] > 0
     load = results["load"]
     assert set(load["streams"]) == {"none/direct", "none/via_proxy", "lz4/direct", "lz4/via_proxy"}
     for stream in load["streams"].values():
@@ -193,3 +208,33 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
     for wave in results["producer_ids"]["waves"]:
         assert wave["appended"] == wave["held_after_wave"] == TINY_PRODUCER_IDS
         assert wave["left_after_expiry"] == 0
+
+
+def test_the_transaction_check_finds_each_planted_anomaly() -> None:
+    """Planted: a committed transaction half read (torn, and its unread record lost), an aborted
+    one read committed, a committed record read twice; a clean transaction of each outcome."""
+    committed = [[b"c/0/0", b"c/0/1"], [b"c/1/0", b"c/1/1"], [b"c/2/0", b"c/2/1"]]
+    aborted = [[b"a/0/0", b"a/0/1"], [b"a/1/0", b"a/1/1"]]
+    unknown = [[b"u/0/0", b"u/0/1"], [b"u/1/0", b"u/1/1"]]
+    read = Counter(
+        [b"c/0/0", b"c/0/1", b"c/1/0", b"c/2/0", b"c/2/1", b"c/2/1", b"a/1/0", b"u/0/0", b"u/0/1"]
+    )
+    in_log = Counter(v for txn in committed + aborted + unknown for v in txn)
+    outcomes = {"committed": committed, "aborted": aborted, "unknown": unknown}
+    assert judge(outcomes, read, in_log) == {
+        "transactions": {"committed": 3, "aborted": 2, "unknown": 2},
+        "lost_committed": 1,  # c/1/1
+        "aborted_read": 1,  # a/1/0
+        "aborted_records_in_log": 4,
+        "duplicates": 1,  # c/2/1
+        "torn": 1,  # c/1: one of two read (u/1, read not at all, is whole: not torn)
+    }
+    clean = Counter(v for txn in committed + unknown[:1] for v in txn)
+    assert judge(outcomes, clean, in_log) == {
+        "transactions": {"committed": 3, "aborted": 2, "unknown": 2},
+        "lost_committed": 0,
+        "aborted_read": 0,
+        "aborted_records_in_log": 4,
+        "duplicates": 0,
+        "torn": 0,
+    }

@@ -86,6 +86,10 @@ def _table(results: dict[str, object]) -> Table:
             ("acked / lost / dup", _ledger_row(ledger)),
             ("group commits acknowledged / went backwards", f"{group['acknowledged_commits']} / "
              f"{group['restarts_with_committed_offset_behind_an_acknowledged_commit']}"),
+            ("transactions committed / aborted / unknown",
+             " / ".join(str(n) for n in crash["transactions"]["transactions"].values())),
+            ("transactions: lost / aborted read / torn", f"{crash['transactions']['lost_committed']}"
+             f" / {crash['transactions']['aborted_read']} / {crash['transactions']['torn']}"),
         ]  # fmt: skip
         for name, value in rows:
             table.add_row(name, str(value))

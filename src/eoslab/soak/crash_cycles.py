@@ -18,6 +18,7 @@ from eoslab.soak.broker import BrokerProcess
 from eoslab.soak.committer import committed_offset
 from eoslab.soak.ledger import LEDGER_TOPIC
 from eoslab.soak.pacing import KillPacing
+from eoslab.soak.transactions import TXN_TOPIC, TxnProducer
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
     broker = BrokerProcess(workdir / "crash", fsync=params.fsync)
     broker.workdir.mkdir(parents=True)
     broker.start()
-    broker.create_topics((LEDGER_TOPIC,))
+    broker.create_topics((LEDGER_TOPIC, TXN_TOPIC))
+    transactions = TxnProducer(broker.bootstrap, seed=params.seed)
     pacing = KillPacing(
         broker.bootstrap, params.ledger_rate, params.acks_per_cycle, params.max_seconds,
         params.max_extra_s, params.seed,
@@ -56,6 +58,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
     reload_losses = 0
     commits_lost = 0
     failed_starts: list[str] = []
+    transactions.start()
     try:
         for _ in pacing.kills(params.cycles):
             acked_before = ledger.highest_acked_offset()
@@ -70,10 +73,13 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
             reload_losses += end_offset <= acked_before
             commits_lost += committed < committed_before
         pacing.stop()
+        transactions.stop()
         with broker.client(30.0) as client:
             check = ledger.check(client)
             final_commit = committed_offset(client)
+        txn_check = transactions.check()
     finally:
+        transactions.stop()
         broker.stop()
     cycles = len(restarts)
     return {
@@ -90,6 +96,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
         "reloads_missing_acked_records": reload_losses,
         "cycles_without_progress": pacing.stalls,
         "ledger": check.figures(),
+        "transactions": txn_check,
         "consumer_group": {
             **committer.figures(),
             "restarts_with_committed_offset_behind_an_acknowledged_commit": commits_lost,

@@ -196,26 +196,42 @@ class LedgerProducer(Background):
         )
 
 
-def read_topic(
-    bootstrap: str, topic: str, timeout_s: float = 120.0
-) -> list[tuple[int, bytes | None]]:
-    """Every record of partition 0 up to its end offset now, (offset, value), read with a
-    librdkafka consumer (any cluster: the leader may have moved)."""
-    reader = Consumer(
+def _reader(bootstrap: str, isolation: str) -> Consumer:
+    return Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": "soak-reader",
             "enable.auto.commit": False,
+            "isolation.level": isolation,
             "log_level": 0,
         }
     )
+
+
+def end_offset(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> int:
+    """Partition 0's end as a reader at ``isolation`` sees it: the high watermark, or (read
+    committed) the last stable offset."""
+    reader = _reader(bootstrap, isolation)
+    try:
+        _, end = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        return int(end)
+    finally:
+        reader.close()
+
+
+def read_topic(
+    bootstrap: str, topic: str, isolation: str = "read_uncommitted", timeout_s: float = 120.0
+) -> list[tuple[int, bytes | None]]:
+    """Every record of partition 0 up to its end now (as ``isolation`` sees it), (offset,
+    value), read with a librdkafka consumer (any cluster: the leader may have moved)."""
+    reader = _reader(bootstrap, isolation)
     try:
         partition = TopicPartition(topic, 0, OFFSET_BEGINNING)
         _, end = reader.get_watermark_offsets(partition, timeout=30)
         reader.assign([partition])
         records: list[tuple[int, bytes | None]] = []
         deadline = time.monotonic() + timeout_s
-        while (not records or records[-1][0] < end - 1) and end > 0:
+        while _position(reader, topic) < end:  # past markers and aborted records too
             if time.monotonic() > deadline:
                 raise TimeoutError(
                     f"{topic}: read {len(records)} records of {end} in {timeout_s} s"
@@ -226,3 +242,8 @@ def read_topic(
         return records
     finally:
         reader.close()
+
+
+def _position(reader: Consumer, topic: str) -> int:
+    (where,) = reader.position([TopicPartition(topic, 0)])
+    return max(int(where.offset), 0)  # OFFSET_INVALID (-1001) before the first fetch

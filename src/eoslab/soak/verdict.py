@@ -65,6 +65,25 @@ def _group_problems(where: str, group: dict[str, Any]) -> list[str]:
     return found
 
 
+def _transaction_problems(txn: dict[str, Any]) -> list[str]:
+    """The transactional producer across the kills: the transaction state reloaded intact."""
+    found = []
+    named = {
+        "lost_committed": "records of committed transactions not read",
+        "aborted_read": "records of aborted transactions read committed",
+        "duplicates": "records read twice",
+        "torn": "transactions read in part",
+    }
+    for name, what in named.items():
+        if txn[name]:
+            found.append(f"crash: {txn[name]} {what}")
+    if not txn["transactions"]["committed"]:
+        found.append("crash: the transactional producer committed nothing")
+    if txn["last_stable_offset"] != txn["high_watermark"]:
+        found.append("crash: a transaction was left open (last stable offset below the end)")
+    return found
+
+
 def crash_problems(figures: dict[str, Any]) -> list[str]:
     found = []
     if figures["failed_starts"]:
@@ -80,6 +99,7 @@ def crash_problems(figures: dict[str, Any]) -> list[str]:
     if behind:
         found.append(f"crash: committed offsets went backwards ({behind} restarts)")
     found += _group_problems("crash", group)
+    found += _transaction_problems(figures["transactions"])
     if figures["cycles_without_progress"]:
         found.append(f"crash: {figures['cycles_without_progress']} cycles without an ack")
     return found + _ledger_problems("crash", figures["ledger"])

@@ -89,10 +89,16 @@ class FakeRefbroker:
 class FakeWorkload:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
+        self.transactional = False
+        self.left_open: dict[str, Any] | None = {"txn": 3, "records": 20}
+        """What a transactional session killed here leaves open (None: between two)."""
 
     def crash(self, producer: int) -> tuple[SessionInfo, int]:
         self.calls.append(("crash", producer))
         return SessionInfo(session_id=f"s{len(self.calls)}", producer=producer, started_ms=0), 5
+
+    def open_transaction(self, session_id: str) -> dict[str, Any] | None:
+        return self.left_open
 
     def restart(self, producer: int) -> SessionInfo:
         self.calls.append(("restart", producer))

@@ -311,6 +311,26 @@ def test_producer_crashes_restart_at_once_or_after_their_duration(tmp_path: Path
     assert second.observed["restarted"] == "s4"
 
 
+def test_a_transactional_producer_must_be_killed_inside_a_transaction(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.workload.transactional = True
+    inside, between = lab.steps(
+        "kafka",
+        {"kind": "producer-crash", "at": 0, "producer": 0},
+        {"kind": "producer-crash", "at": 0, "producer": 1},
+        transactional=True,
+    )
+    lab.nemesis.start(inside)
+    lab.workload.left_open = None  # the next one dies between two transactions
+    lab.nemesis.start(between)
+    first, second = lab.effects(inside, between)
+    assert first.took_effect
+    assert "transaction 3 open (20 records)" in first.evidence
+    assert first.observed["open_txn"] == {"txn": 3, "records": 20}
+    assert not second.took_effect
+    assert "between two transactions" in second.evidence
+
+
 ZOMBIE = {"kind": "producer-zombie", "at": 0, "producer": 1, "duration": 4}
 
 

@@ -136,6 +136,10 @@ class Workload:
         """The session's last progress line."""
         return dict(self._session(session_id).process.progress)
 
+    @property
+    def transactional(self) -> bool:
+        return self.spec.transactions is not None
+
     def open_transaction(self, session_id: str) -> dict[str, Any] | None:
         """The session's transaction left open (begun, no commit or abort asked for), from its
         journal; None if there is none or the workload is not transactional."""

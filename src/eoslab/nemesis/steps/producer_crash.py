@@ -23,7 +23,7 @@ class ProducerCrashStep(ProducerStep):
         killed = f"session {crashed.session_id[:8]} killed (SIGKILL) with {in_flight} record(s) in flight"
         observed: dict[str, object] = {"session_id": crashed.session_id, "in_flight": in_flight}
         took_effect = True
-        if workload.spec.transactions is not None:
+        if workload.transactional:
             left_open = workload.open_transaction(crashed.session_id)
             observed["open_txn"] = left_open
             took_effect = left_open is not None

@@ -5,8 +5,10 @@ nothing started (no lab is up for these)."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +54,22 @@ def test_an_unknown_runtime_names_the_choices(args: tuple[str, ...]) -> None:
 
 def test_an_unknown_runtime_from_the_environment_names_the_variable() -> None:
     assert "$EOSLAB_RUNTIME" in refusal("lab", "up", env={"EOSLAB_RUNTIME": "podman"})
+
+
+def test_a_reference_broker_whose_port_is_taken_says_so_in_one_line(tmp_path: Path) -> None:
+    """Found in CI: a port in use ended `refbroker serve` with a full traceback."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        serve = [sys.executable, "-m", "eoslab.refbroker", "serve", "--listen"]
+        where = [f"127.0.0.1:{port}", "--control", "127.0.0.1:0"]
+        data = ["--data-dir", str(tmp_path / "data")]
+        done = subprocess.run(
+            [*serve, *where, *data], capture_output=True, text=True, timeout=60, check=False
+        )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"reference broker: error while attempting to bind on address ('127.0.0.1', {port}): "
+        "address already in use"
+    ]

@@ -56,6 +56,10 @@ class RunningBroker:
     control_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
+    def __post_init__(self) -> None:
+        while self.control_port == self.port:  # the kernel may hand out a port twice running
+            self.control_port = free_port()
+
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"

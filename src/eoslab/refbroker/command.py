@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -153,4 +154,8 @@ def serve(
         level=log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    asyncio.run(run_until_stopped(config))
+    try:
+        asyncio.run(run_until_stopped(config))
+    except OSError as error:  # a port in use, a data directory it may not write: one line
+        print(f"reference broker: {error.strerror or error}", file=sys.stderr)
+        raise typer.Exit(1) from None

@@ -46,6 +46,10 @@ class ServerProcess(abc.ABC):
     starts: int = 0
     name: ClassVar[str] = "server"
 
+    def __post_init__(self) -> None:
+        while self.control_port == self.port:  # the kernel may hand out a port twice running
+            self.control_port = unused_port()
+
     @property
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"

@@ -1,9 +1,7 @@
 """The producer side of the consumer tests on the lab's Kafka: the real producer workload writes a
-topic to its end, and where each partition ends."""
+topic to its end."""
 
 from __future__ import annotations
-
-from confluent_kafka import Consumer, TopicPartition
 
 from eoslab.run_context import RunContext
 from eoslab.rundir import RunDir
@@ -47,14 +45,3 @@ def run_producers(
         workload.stop()
     assert workload.acked == records
     return workload
-
-
-def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eoslab-watermarks"})
-    try:
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(partitions)
-        }
-    finally:
-        consumer.close()

@@ -13,10 +13,11 @@ controller (as Kafka's Admin.describeMetadataQuorum and kafka-metadata-quorum do
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kio.schema.describe_quorum.v2.request import (
     DescribeQuorumRequest,
     PartitionData,
@@ -246,6 +247,33 @@ def active_controller(bootstrap: str, *, kraft: bool) -> int:
 def leader_of(bootstrap: str, topic: str, partition: int) -> int:
     """The broker id leading ``topic[partition]`` now."""
     return find_leader(bootstrap, topic, partition).broker_id
+
+
+ISOLATIONS = {
+    "read_uncommitted": IsolationLevel.READ_UNCOMMITTED,
+    "read_committed": IsolationLevel.READ_COMMITTED,
+}
+
+
+def end_offsets(
+    cluster: str | AdminClient,
+    topic: str,
+    partitions: int | Iterable[int],
+    isolation: str = "read_uncommitted",
+    timeout_s: float = 30.0,
+) -> dict[int, int]:
+    """ListOffsets(latest) per partition as a reader at ``isolation`` sees it: the high
+    watermarks (read_uncommitted), the last stable offsets (read_committed). ``cluster``: a
+    bootstrap, or an admin client to reuse (a watch asking often); ``partitions``: how many
+    (0..n-1), or which."""
+    client = admin_client(cluster, int(timeout_s * 1000)) if isinstance(cluster, str) else cluster
+    wanted = range(partitions) if isinstance(partitions, int) else partitions
+    futures = client.list_offsets(
+        {TopicPartition(topic, p): OffsetSpec.latest() for p in wanted},
+        isolation_level=ISOLATIONS[isolation],
+        request_timeout=timeout_s,
+    )
+    return {tp.partition: int(f.result(timeout=timeout_s).offset) for tp, f in futures.items()}
 
 
 HIGH_WATERMARK = -1

@@ -11,7 +11,7 @@ from fakes import FakeConsumers, FakeProxy, FakeRefbroker, FakeRuntime, FakeWork
 
 from eoslab.fault_events import FaultEffect, read_events
 from eoslab.nemesis.nemesis import Nemesis
-from eoslab.nemesis.steps import STEP_KINDS, delete_records, probe
+from eoslab.nemesis.steps import STEP_KINDS, delete_records, probe, transaction_hang
 from eoslab.nemesis.steps.base import ResolvedStep
 from eoslab.nemesis.timeline import resolve
 from eoslab.run_context import RunContext
@@ -390,6 +390,71 @@ def test_a_zombie_producer_needs_transactional_producers_and_an_end(tmp_path: Pa
     with pytest.raises(ScenarioError, match="producer: 2, but the workload has 2 producer"):
         lab.steps("kafka", {**ZOMBIE, "producer": 2}, transactional=True)
     assert lab.steps("kafka", ZOMBIE, transactional=True)[0].duration_s == 4
+
+
+HANG = {"kind": "transaction-hang", "at": 0, "producer": 0, "duration": 15}
+
+
+def test_a_hanging_transaction_needs_transactional_producers_and_to_outlast_their_timeout(
+    tmp_path: Path,
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    with pytest.raises(ScenarioError, match="kind: transaction-hang needs transactional"):
+        lab.steps("kafka", HANG)
+    with pytest.raises(ScenarioError, match="duration: a hanging transaction needs a duration"):
+        lab.steps("kafka", {**HANG, "duration": None}, transactional=True)
+    # the default transaction.timeout.ms is 10 s: 13 s leaves too little for the abort
+    with pytest.raises(ScenarioError, match=r"duration: 13 s; .* transaction.timeout.ms \(10 s\)"):
+        lab.steps("kafka", {**HANG, "duration": 13}, transactional=True)
+    assert lab.steps("kafka", HANG, transactional=True)[0].duration_s == 15
+
+
+def test_a_producer_that_never_freezes_leaves_no_transaction_hanging(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.workload.freezes = False
+    (hang,) = lab.steps("kafka", HANG, transactional=True)
+    lab.nemesis.start(hang)
+    lab.nemesis.heal()
+    assert lab.workload.calls == [("freeze", 0)]  # nothing to kill or restart
+    (effect,) = lab.effects(hang)
+    assert not effect.took_effect
+    assert "never froze in an open transaction" in effect.evidence
+
+
+def _samples(*points: tuple[int, int, int]) -> list[transaction_hang.OffsetsSample]:
+    """(ms after the transaction began, last stable offset, high watermark) of partition 1."""
+    return [transaction_hang.OffsetsSample(at, {1: lso}, {1: hw}) for at, lso, hw in points]
+
+
+HELD_THEN_RELEASED = _samples((500, 40, 45), (3000, 40, 90), (6200, 40, 120), (6500, 121, 121))
+
+
+def test_a_hanging_transaction_is_judged_by_the_partitions_it_held() -> None:
+    judged = transaction_hang.judge_hang(HELD_THEN_RELEASED, {1: 42}, 0, 6000)
+    assert judged.took_effect, judged.evidence
+    assert judged.evidence == (
+        "open transaction held partition 1 at 42 (80 records held back); released by the "
+        "coordinator after 6.5 s (transaction.timeout.ms 6000)"
+    )
+    assert judged.observed["released_after_s"] == {1: 6.5}
+
+
+@pytest.mark.parametrize(
+    ("samples", "first", "why"),
+    [
+        (HELD_THEN_RELEASED[:3], {1: 42}, "still 40 (the transaction's first record at 42) 6.2 s"),
+        (_samples((500, 40, 45), (2000, 60, 60)), {1: 42}, "released 2 s after the transaction"),
+        (_samples((500, 50, 60), (7000, 60, 60)), {1: 42}, "never seen held at offset 42"),
+        (HELD_THEN_RELEASED, {}, "none of the transaction's records reached the log"),
+    ],
+    ids=["never-aborted", "aborted-before-its-timeout", "never-held", "nothing-in-the-log"],
+)
+def test_a_transaction_never_released_or_released_early_or_never_held_did_not_take_effect(
+    samples: list[transaction_hang.OffsetsSample], first: dict[int, int], why: str
+) -> None:
+    judged = transaction_hang.judge_hang(samples, first, 0, 6000)
+    assert not judged.took_effect
+    assert why in judged.evidence
 
 
 def test_consumer_steps_crash_freeze_and_churn_the_group(tmp_path: Path) -> None:

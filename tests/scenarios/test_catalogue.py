@@ -102,6 +102,7 @@ CHECKED_ELSEWHERE = {
             "txn-lost-answers",
             "txn-producer-restart",
             "txn-zombie-producer",
+            "txn-hanging-transaction",
             "txn-copy-coordinator-kill",
         ),
         "tests/scenarios/test_txn_runs.py (on every target, the naive checker equal to Spark)",

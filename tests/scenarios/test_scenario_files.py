@@ -53,6 +53,7 @@ CATALOGUE = [
     "txn-read-uncommitted",
     "txn-producer-restart",
     "txn-zombie-producer",
+    "txn-hanging-transaction",
     "txn-copy-coordinator-kill",
     "txn-copy-at-least-once",
 ]

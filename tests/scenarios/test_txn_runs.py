@@ -3,8 +3,9 @@ transactional workload with commits and aborts conforms (nothing aborted read, n
 lost, torn, read twice or read early), with the transaction coordinator killed mid-transaction
 and with its answers to AddPartitionsToTxn and EndTxn lost, and with a zombie producer fenced by
 a new session of its transactional id, with a producer killed -9 mid-transaction and restarted
-(its open transaction aborted, never read), and the negative control (a read_uncommitted consumer) is
-caught reading aborted records. Consume-transform-produce: a transactional copier copies the
+(its open transaction aborted, never read), with a transaction left hanging (aborted by its
+timeout, the partitions it held released while its producer was still frozen), and the
+negative control (a read_uncommitted consumer) is caught reading aborted records. Consume-transform-produce: a transactional copier copies the
 input exactly once while the transaction coordinator is killed mid-copy (the producer writing
 the input in transactions through the same kill: this run is also txn-coordinator-kill's
 check), and its at-least-once negative control is caught copying an input twice.
@@ -175,6 +176,33 @@ def test_a_producer_killed_mid_transaction_and_restarted_leaves_nothing_half_don
     assert outcomes(result.run_dir)["committed"] > 0
     observed = {check.name: check.observed for check in verdict.checks}
     assert observed["aborted_read"] == 0
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_hanging_transaction_is_aborted_by_its_timeout_and_the_partitions_released(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
+) -> None:
+    result, verdict = run_and_check(lab, spark, tmp_path, "txn-hanging-transaction", target)
+    (hang,) = result.info.faults
+    assert hang.took_effect, hang.evidence
+    observed = hang.observed
+    held = observed["first_offsets"]
+    assert held  # the open transaction had records in the log, in these partitions
+    assert all(observed["held_back"][p] > 0 for p in held)
+    # released by the 5 s timeout (the coordinator checks every second), not before
+    assert all(5.0 <= observed["released_after_s"][p] <= 9.0 for p in held)
+    frozen, restarted, _ = sorted(result.info.sessions, key=lambda s: (s.producer, s.started_ms))
+    assert (frozen.producer, restarted.producer) == (0, 0)
+    assert observed["restarted"] == restarted.session_id
+    table = ds.dataset(result.run_dir.transactions_dir, format="parquet").to_table()
+    (abandoned,) = [
+        r
+        for r in table.to_pylist()
+        if r["session_id"] == frozen.session_id and r["txn"] == observed["open_txn"]["txn"]
+    ]
+    assert (abandoned["outcome"], abandoned["error"]) == ("aborted", "PRODUCER_KILLED")
+    assert outcomes(result.run_dir)["committed"] > 0
+    assert {c.name: c.observed for c in verdict.checks}["aborted_read"] == 0
 
 
 def copier_batches(run_dir: RunDir) -> list[dict[str, object]]:

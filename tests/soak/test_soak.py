@@ -14,6 +14,7 @@ from eoslab.probe.batches import record_batch
 from eoslab.probe.requests import produce_request
 from eoslab.refbroker.apis import api_handlers
 from eoslab.soak.frames import OUTCOMES, explain_silence
+from eoslab.soak.ledger import LedgerProducer
 from eoslab.soak.mutator import MUTATIONS, Frame, FrameMutator
 from eoslab.soak.transactions import judge
 from eoslab.soak.verdict import problems
@@ -54,6 +55,17 @@ def test_silence_is_a_hang_unless_the_request_explains_it() -> None:
     assert explain_silence(_frame(produce_request("t", 0, batch, acks=0)), 5.0) == "silent-acks-0"
     assert explain_silence(_frame(produce_request("t", 0, batch)), 5.0) == "hang"
     assert explain_silence(Frame(0, 0, 9, "cut", b"\x00\x00\x00\x20\x00", False), 5.0) == "hang"
+
+
+def test_the_ledger_tells_lost_misplaced_and_acknowledged_without_an_offset_apart() -> None:
+    """Kafka 4.4 acknowledged records without an offset in the soak (librdkafka's report named
+    none): found in the log, they are neither lost nor misplaced."""
+    ledger = LedgerProducer("127.0.0.1:1", rate=1.0)
+    ledger.acked = {b"1/0": 0, b"1/1": None, b"1/2": 5, b"1/3": 3, b"1/4": None}
+    check = ledger.check_records([(0, b"1/0"), (1, b"1/1"), (2, b"1/2"), (3, b"1/3")])
+    assert (check.lost, check.misplaced, check.without_offset) == (1, 1, 2)
+    assert check.misplaced_examples == [{"value": "1/2", "acknowledged_at": 5, "found_at": 2}]
+    assert ledger.highest_acked_offset() == 5
 
 
 def test_the_verdict_names_every_broken_promise() -> None:

@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 from planted_runs import located, spark_submit
 from pyspark.sql import SparkSession
 
-from eoslab.admin import create_topic
+from eoslab.admin import create_topic, end_offsets
 from eoslab.clock import now_ms
 from eoslab.run_context import RunContext
 from eoslab.rundir import CONSUMER_ANOMALIES, PRODUCER_ANOMALIES, RunDir, RunInfo, new_run_id
@@ -27,7 +27,7 @@ from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import ConsumerWorkload
-from lab_workloads import PRODUCER_CONFIG, high_watermarks, run_producers
+from lab_workloads import PRODUCER_CONFIG, run_producers
 
 pytestmark = pytest.mark.lab
 
@@ -95,7 +95,7 @@ def produced(lab: LocalRuntime, tmp_path_factory: pytest.TempPathFactory) -> Pro
             sessions=workload.sessions,
         )
     )
-    ends = high_watermarks(bootstrap, topic, PARTITIONS)
+    ends = end_offsets(bootstrap, topic, PARTITIONS)
     assert sum(ends.values()) == RECORDS + 1
     return Produced(run, ends)
 

@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 import pytest
 from confluent_kafka import Producer
 
-from eoslab.admin import create_topic
+from eoslab.admin import create_topic, end_offsets
 from eoslab.clock import wait_until
 from eoslab.run_context import RunContext
 from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, RunDir, message_id, new_run_id
@@ -23,7 +23,7 @@ from eoslab.runtime.local import LocalRuntime
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import ConsumerWorkload
 from eoslab.workload.sink.database import Sink
-from lab_workloads import high_watermarks, run_producers
+from lab_workloads import run_producers
 
 pytestmark = pytest.mark.lab
 
@@ -87,7 +87,7 @@ def produced(lab: LocalRuntime, tmp_path_factory: pytest.TempPathFactory) -> Pro
     assert producer.flush(30) == 0
     [(error, record)] = reports
     assert error is None
-    ends = high_watermarks(bootstrap, topic, PARTITIONS)
+    ends = end_offsets(bootstrap, topic, PARTITIONS)
     assert sum(ends.values()) == RECORDS + 1
     return Produced(run_id, topic, ends, frozenset(messages), (0, record.offset()))
 

@@ -13,7 +13,7 @@ from confluent_kafka import ConsumerGroupType
 from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
 from kio.schema.types import GroupId
 
-from eoslab.admin import admin_client, create_topic, group_coordinator
+from eoslab.admin import admin_client, create_topic, end_offsets, group_coordinator
 from eoslab.clock import wait_until
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.run_context import RunContext
@@ -22,7 +22,7 @@ from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import kafka4_service
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import ConsumerWorkload
-from lab_workloads import high_watermarks, run_producers
+from lab_workloads import run_producers
 
 pytestmark = [pytest.mark.lab, pytest.mark.kafka4]
 
@@ -96,7 +96,7 @@ def test_a_group_consumes_every_record_once_under_each_protocol(
         admin = admin_client(bootstrap)  # held: a collected client never resolves its futures
         described = admin.describe_consumer_groups([group])[group].result(30)
         assert described.type == GROUP_TYPES[protocol]
-        assert workload.wait_caught_up(90, high_watermarks(bootstrap, topic, PARTITIONS))
+        assert workload.wait_caught_up(90, end_offsets(bootstrap, topic, PARTITIONS))
         if protocol == "consumer":
             # what each consumer holds (and journals) is the epoch its coordinator gave it
             def agree() -> bool:

@@ -246,6 +246,11 @@ class Scenario(BaseModel):
             sending_s=workload.sending_s,
             timeout_s=self.timeout_s,
             transactional=workload.transactions is not None,
+            transaction_timeout_s=(
+                None
+                if workload.transactions is None
+                else workload.transactions.transaction_timeout_ms / 1000
+            ),
         )
 
     @property

@@ -42,7 +42,10 @@ def _machine() -> dict[str, object]:
 
 
 def _ledger_row(ledger: dict[str, int]) -> str:
-    return f"{ledger['acknowledged']} / {ledger['lost']} / {ledger['duplicates_within_session']}"
+    return (
+        f"{ledger['acknowledged']} / {ledger['lost']} / {ledger['duplicates_within_session']}"
+        f" / {ledger['misplaced']} / {ledger['acknowledged_without_offset']}"
+    )
 
 
 def _malformed_rows(figures: dict[str, Any]) -> list[tuple[str, object]]:
@@ -63,7 +66,9 @@ def _malformed_rows(figures: dict[str, Any]) -> list[tuple[str, object]]:
                 f"{memory.get('max_rss_mb')}, x{memory.get('growth_ratio')}",
             )
         )
-    rows.append(("ledger acked / lost / dup", _ledger_row(figures["ledger"])))
+    rows.append(
+        ("ledger acked / lost / dup / misplaced / no offset", _ledger_row(figures["ledger"]))
+    )
     return rows
 
 
@@ -83,7 +88,7 @@ def _table(results: dict[str, object]) -> Table:
             ("kill -9 cycles", crash["cycles"]),
             ("seconds per cycle", crash["seconds_per_cycle"]),
             ("reloads missing acked records", crash["reloads_missing_acked_records"]),
-            ("acked / lost / dup", _ledger_row(ledger)),
+            ("acked / lost / dup / misplaced / no offset", _ledger_row(ledger)),
             ("group commits acknowledged / went backwards", f"{group['acknowledged_commits']} / "
              f"{group['restarts_with_committed_offset_behind_an_acknowledged_commit']}"),
             ("transactions committed / aborted / unknown",
@@ -128,7 +133,9 @@ def _kafka_cycle_rows(figures: object) -> list[tuple[str, object]]:
         cycles = figures[target]
         rows.append((f"{target} leader kills, seconds each", f"{cycles['cycles']}, "
                      f"{cycles['seconds_per_cycle']}"))  # fmt: skip
-        rows.append((f"{target} acked / lost / dup", _ledger_row(cycles["ledger"])))
+        rows.append(
+            (f"{target} acked / lost / dup / misplaced / no offset", _ledger_row(cycles["ledger"]))
+        )
     return rows
 
 

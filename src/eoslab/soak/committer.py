@@ -10,8 +10,6 @@ from typing import ClassVar
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from eoslab.probe.client import KafkaProtocolClient
-from eoslab.probe.requests import offset_fetch_request
 from eoslab.soak.background import Background
 from eoslab.soak.ledger import LEDGER_TOPIC
 
@@ -29,10 +27,15 @@ BATCH = 100
 POLL_S = 0.2
 
 
-def committed_offset(client: KafkaProtocolClient) -> int:
-    """The group's committed offset of the ledger partition, as the broker has it now."""
-    response = client.request(offset_fetch_request(GROUP, LEDGER_TOPIC, (0,)))
-    return int(response.groups[0].topics[0].partitions[0].committed_offset)
+def committed_offset(bootstrap: str) -> int:
+    """The group's committed offset of the ledger partition, as its coordinator has it now
+    (asked without joining the group: any cluster, wherever the coordinator moved)."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "log_level": 0})
+    try:
+        (partition,) = reader.committed([TopicPartition(LEDGER_TOPIC, 0)], timeout=30)
+        return int(partition.offset)
+    finally:
+        reader.close()
 
 
 @dataclass

@@ -40,7 +40,8 @@ def _reloaded(broker: BrokerProcess) -> tuple[int, int]:
     """(the ledger partition's end offset, the group's committed offset) after a restart."""
     with broker.client(30.0) as client:
         response = client.request(list_offsets_request(LEDGER_TOPIC, 0, 0))
-        return int(response.topics[0].partitions[0].offset), committed_offset(client)
+        end = int(response.topics[0].partitions[0].offset)
+    return end, committed_offset(broker.bootstrap)
 
 
 def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
@@ -76,7 +77,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
         transactions.stop()
         with broker.client(30.0) as client:
             check = ledger.check(client)
-            final_commit = committed_offset(client)
+        final_commit = committed_offset(broker.bootstrap)
         txn_check = transactions.check()
     finally:
         transactions.stop()

@@ -18,14 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
-
 from eoslab.admin import LeaderLookupError, create_topic, find_leader
 from eoslab.clock import wait_until
 from eoslab.rundir import REPLICATION, LabTarget
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig, kafka4_service, kafka_service
-from eoslab.soak.committer import GROUP
+from eoslab.soak.committer import committed_offset
 from eoslab.soak.ledger import LEDGER_TOPIC, read_topic
 from eoslab.soak.pacing import KillPacing
 
@@ -49,16 +47,6 @@ class KafkaCycleParams:
 
 def _service(target: LabTarget, node_id: int) -> str:
     return kafka_service(node_id) if target == "kafka" else kafka4_service(node_id)
-
-
-def _committed(bootstrap: str) -> int:
-    """The group's committed offset of the ledger partition (asked without joining it)."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "log_level": 0})
-    try:
-        (partition,) = reader.committed([TopicPartition(LEDGER_TOPIC, 0)], timeout=30)
-        return int(partition.offset)
-    finally:
-        reader.close()
 
 
 def leader_kill_cycles(
@@ -93,7 +81,7 @@ def leader_kill_cycles(
             break
     pacing.stop()
     check = pacing.ledger.check_records(read_topic(bootstrap, LEDGER_TOPIC))
-    final_commit = _committed(bootstrap)
+    final_commit = committed_offset(bootstrap)
     return {
         "cycles": len(killed),
         "seconds": round(pacing.seconds, 1),

@@ -55,6 +55,10 @@ class LedgerCheck:
     misplaced: int
     """Acknowledged records in the log, but at another offset than their acknowledgement said."""
     misplaced_examples: list[dict[str, object]]
+    without_offset: int
+    """Records acknowledged without an offset (librdkafka's delivery report names none: the
+    client deemed the record persisted without the broker saying where), found in the log or
+    not (``lost`` counts them too)."""
     duplicates: int
     unacknowledged_in_log: int
     """Records whose delivery report never came or said failure, found in the log (allowed)."""
@@ -73,6 +77,7 @@ class LedgerCheck:
             "lost": self.lost,
             "misplaced": self.misplaced,
             "misplaced_examples": self.misplaced_examples,
+            "acknowledged_without_offset": self.without_offset,
             "duplicates_within_session": self.duplicates,
             "unacknowledged_in_log": self.unacknowledged_in_log,
             "producer_sessions": self.sessions,
@@ -89,7 +94,8 @@ class LedgerProducer(Background):
     rate: float
     """Records per second (the soak's background load, not a throughput test)."""
     topic: str = LEDGER_TOPIC
-    acked: dict[bytes, int] = field(default_factory=dict)
+    acked: dict[bytes, int | None] = field(default_factory=dict)
+    """Each acknowledged value's offset, None when the delivery report named none."""
     failed: int = 0
     sessions: int = 0
     fatal_errors: list[str] = field(default_factory=list)
@@ -108,13 +114,13 @@ class LedgerProducer(Background):
 
     def highest_acked_offset(self) -> int:
         with self._lock:
-            return max(self.acked.values(), default=-1)
+            return max((o for o in self.acked.values() if o is not None), default=-1)
 
     def _on_delivery(self, error: KafkaError | None, msg: Message) -> None:
         value = msg.value()
         with self._lock:
             if error is None and value is not None:
-                self.acked[value] = int(msg.offset() or 0)
+                self.acked[value] = msg.offset()  # None: a report without an offset
             else:
                 self.failed += 1
 
@@ -180,7 +186,7 @@ class LedgerProducer(Background):
                 "found_at": at[value],
             }
             for value, offset in acked.items()
-            if value in at and at[value] != offset
+            if value in at and offset is not None and at[value] != offset
         ]
         return LedgerCheck(
             acknowledged=len(acked),
@@ -188,6 +194,7 @@ class LedgerProducer(Background):
             lost=lost,
             misplaced=len(misplaced),
             misplaced_examples=misplaced[:MAX_MISPLACED_EXAMPLES],
+            without_offset=sum(1 for offset in acked.values() if offset is None),
             duplicates=sum(count - 1 for count in counts.values() if count > 1),
             unacknowledged_in_log=sum(1 for value in counts if value not in acked),
             sessions=self.sessions,
@@ -206,17 +213,6 @@ def _reader(bootstrap: str, isolation: str) -> Consumer:
             "log_level": 0,
         }
     )
-
-
-def end_offset(bootstrap: str, topic: str, isolation: str = "read_uncommitted") -> int:
-    """Partition 0's end as a reader at ``isolation`` sees it: the high watermark, or (read
-    committed) the last stable offset."""
-    reader = _reader(bootstrap, isolation)
-    try:
-        _, end = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-        return int(end)
-    finally:
-        reader.close()
 
 
 def read_topic(

@@ -17,8 +17,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from eoslab.probe.client import KafkaProtocolClient
-from eoslab.probe.requests import list_offsets_request
+from eoslab.admin import end_offsets
 from eoslab.soak.broker import BrokerProcess, ProxyProcess, ServerProcess
 from eoslab.soak.malformed import Watch, server_figures
 
@@ -86,15 +85,6 @@ class _Acks:
             self.failed += 1
 
 
-def _end_offsets(bootstrap_port: int, topic: str, partitions: int) -> int:
-    with KafkaProtocolClient("127.0.0.1", bootstrap_port, timeout_s=30) as client:
-        total = 0
-        for partition in range(partitions):
-            answer = client.request(list_offsets_request(topic, partition, 0))
-            total += int(answer.topics[0].partitions[0].offset)
-    return total
-
-
 @dataclass(frozen=True)
 class StreamFigures:
     records: int
@@ -148,7 +138,7 @@ def _stream(
         producer.poll(0)
     undelivered = producer.flush(FLUSH_TIMEOUT_S)
     seconds = time.monotonic() - begin
-    in_log = _end_offsets(broker.port, topic, params.partitions)
+    in_log = sum(end_offsets(broker.bootstrap, topic, params.partitions).values())
     return StreamFigures(
         records=sent,
         mebibytes=round(sent * params.value_bytes / MIB, 1),

@@ -162,7 +162,10 @@ def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
             broker.start()
         with broker.client(30.0) as client:
             ledger_check = ledger.check(client)
-            group = {**committer.figures(), "committed_offset_at_end": committed_offset(client)}
+        group = {
+            **committer.figures(),
+            "committed_offset_at_end": committed_offset(broker.bootstrap),
+        }
         figures[broker.name]["exit_code_on_sigterm"] = broker.stop()
         errors = internal_errors(broker.log_path)
     finally:

@@ -26,8 +26,9 @@ from typing import ClassVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from eoslab.admin import end_offsets
 from eoslab.soak.background import Background
-from eoslab.soak.ledger import end_offset, read_topic
+from eoslab.soak.ledger import read_topic
 
 TXN_TOPIC = "soak-txn"
 TRANSACTIONAL_ID = "soak-txn-producer"
@@ -171,8 +172,8 @@ class TxnProducer(Background):
             **judge(outcomes, committed_read, in_log),
             "sessions": self.sessions,
             "errors": dict(self.errors.most_common(10)),
-            "last_stable_offset": end_offset(self.bootstrap, TXN_TOPIC, "read_committed"),
-            "high_watermark": end_offset(self.bootstrap, TXN_TOPIC),
+            "last_stable_offset": end_offsets(self.bootstrap, TXN_TOPIC, 1, "read_committed")[0],
+            "high_watermark": end_offsets(self.bootstrap, TXN_TOPIC, 1)[0],
         }
 
 

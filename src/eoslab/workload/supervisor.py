@@ -145,11 +145,15 @@ class Workload:
         journal; None if there is none or the workload is not transactional."""
         return open_transaction(read_events(self.run_dir.txn_journal_file(session_id)))
 
+    def transaction_begun(self, session_id: str, txn: int) -> dict[str, Any] | None:
+        """The session's transaction ``txn`` as it was begun (its journal's ``begin`` event:
+        ``records`` as [partition, seq, key, key_seq], ``begin_ms``), None if it never was."""
+        return _event(read_events(self.run_dir.txn_journal_file(session_id)), "begin", txn)
+
     def transaction_settled(self, session_id: str, txn: int) -> dict[str, Any] | None:
         """How the session's transaction ``txn`` was settled (its journal's ``settled`` event:
         outcome, error, producer id and epoch), None if it never was."""
-        events = read_events(self.run_dir.txn_journal_file(session_id))
-        return next((e for e in events if e["event"] == "settled" and e["txn"] == txn), None)
+        return _event(read_events(self.run_dir.txn_journal_file(session_id)), "settled", txn)
 
     def stop(self) -> None:
         """SIGTERM every running session (they finish cleanly), SIGKILL after a grace."""
@@ -276,3 +280,8 @@ class Workload:
         )
         self._sessions.add(producer, session)
         return session
+
+
+def _event(events: list[dict[str, Any]], kind: str, txn: int) -> dict[str, Any] | None:
+    """Transaction ``txn``'s event of ``kind`` in a session's journal, None if there is none."""
+    return next((e for e in events if e["event"] == kind and e["txn"] == txn), None)

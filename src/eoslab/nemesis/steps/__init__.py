@@ -20,6 +20,7 @@ from eoslab.nemesis.steps.proxy_fault import ProxyStep
 from eoslab.nemesis.steps.refbroker_fault import RefbrokerStep
 from eoslab.nemesis.steps.restart import RestartStep
 from eoslab.nemesis.steps.rolling_restart import RollingRestartStep
+from eoslab.nemesis.steps.transaction_hang import TransactionHangStep
 
 AnyStep = Annotated[
     KillStep
@@ -30,6 +31,7 @@ AnyStep = Annotated[
     | RefbrokerStep
     | ProducerCrashStep
     | ProducerZombieStep
+    | TransactionHangStep
     | ProbeStep
     | ConsumerCrashStep
     | ConsumerPauseStep

@@ -68,6 +68,8 @@ class ScenarioShape:
     timeout_s: float | None = None
     transactional: bool = False
     """Whether the producers are transactional (a transaction coordinator to act on)."""
+    transaction_timeout_s: float | None = None
+    """The transactional producers' transaction.timeout.ms, in seconds; None: not transactional."""
 
 
 class StepContext(Protocol):

@@ -8,6 +8,9 @@ live broker there (clients cannot reach the controllers); the active controller 
 of the metadata quorum, which DescribeQuorum (KIP-595) answers. librdkafka has no DescribeQuorum,
 so :func:`metadata_quorum` sends it itself, to a broker, which forwards it to the active
 controller (as Kafka's Admin.describeMetadataQuorum and kafka-metadata-quorum do).
+:func:`finalized_features` likewise reads the cluster's finalized feature levels (KIP-584) from
+a broker's ApiVersions answer, where clients read them (`transaction.version` 2: KIP-890's
+transaction protocol v2), as `kafka-features describe` prints them.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.describe_quorum.v2.request import (
     DescribeQuorumRequest,
     PartitionData,
@@ -34,6 +40,7 @@ from eoslab.settings import HostPort
 
 TOPIC_READY_TIMEOUT_S = 60.0
 LEADER_LOOKUP_TIMEOUT_S = 30.0
+Response = TypeVar("Response")
 
 
 class LeaderLookupError(RuntimeError):
@@ -184,7 +191,9 @@ def metadata_quorum(bootstrap: str, timeout_s: float = 3.0) -> MetadataQuorum | 
     )
     for address in bootstrap.split(","):
         try:
-            response = _exchange(HostPort.parse(address), request, timeout_s)
+            response = _exchange(
+                HostPort.parse(address), request, DescribeQuorumResponse, timeout_s
+            )
         except (OSError, ValueError):
             continue
         if response.error_code != ErrorCode.none:
@@ -200,17 +209,33 @@ def metadata_quorum(bootstrap: str, timeout_s: float = 3.0) -> MetadataQuorum | 
     return None
 
 
+def finalized_features(bootstrap: str, timeout_s: float = 3.0) -> dict[str, int] | None:
+    """The cluster-wide finalized feature levels (name: max level) from the first broker of
+    ``bootstrap`` that answers ApiVersions v3; ``{}`` when it finalizes none (the reference
+    broker advertises no feature), None when no broker answers."""
+    request = ApiVersionsRequest(client_software_name="eoslab-admin", client_software_version="1")
+    for address in bootstrap.split(","):
+        try:
+            response = _exchange(HostPort.parse(address), request, ApiVersionsResponse, timeout_s)
+        except (OSError, ValueError):
+            continue
+        if response.error_code != ErrorCode.none:
+            continue
+        if response.finalized_features_epoch < 0:  # "unknown": the levels are not valid
+            return {}
+        return {f.name: int(f.max_version_level) for f in response.finalized_features}
+    return None
+
+
 def _exchange(
-    address: HostPort, request: DescribeQuorumRequest, timeout_s: float
-) -> DescribeQuorumResponse:
+    address: HostPort, request: Any, response_type: type[Response], timeout_s: float
+) -> Response:
     """One request and its response on a connection of its own (ValueError: a frame that is
     not the answer)."""
     with socket.create_connection((address.host, address.port), timeout=timeout_s) as conn:
         conn.sendall(encode_request(request, correlation_id=0, client_id="eoslab-admin"))
         (size,) = SIZE_PREFIX.unpack(_read(conn, SIZE_PREFIX.size))
-        response: DescribeQuorumResponse = decode_response(
-            _read(conn, size), DescribeQuorumResponse
-        )
+        response: Response = decode_response(_read(conn, size), response_type)
         return response
 
 

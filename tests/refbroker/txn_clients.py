@@ -1,7 +1,7 @@
 """Real transactional clients for the tests, each bounded: a confluent-kafka (librdkafka)
 transactional producer, read_committed and read_uncommitted readers of whole topics, and Kafka's
-own Java TransactionalMessageCopier (kafka-tools 3.9, a consume-transform-produce loop with
-random aborts, its JSON status lines parsed).
+own Java TransactionalMessageCopier (kafka-tools 3.9 or 4.4, a consume-transform-produce loop
+with random aborts, its JSON status lines parsed; the 4.4 client's producer requests logged).
 
 librdkafka waits silently forever when the broker lacks something: every call here has a
 timeout, and every wait a deadline.
@@ -10,17 +10,23 @@ timeout, and every wait a deadline.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from group_clients import WAIT_S, quiet_log4j
+from kio.schema.errors import ErrorCode
 
-from eoslab.settings import kafka_lib
+from eoslab.probe.client import KafkaProtocolClient
+from eoslab.probe.requests import describe_transactions_request
+from eoslab.settings import HostPort, kafka_lib
 
 CALL_TIMEOUT_S = 30.0
 """Every transactional call (init, commit, abort, send offsets) gives up after this."""
@@ -119,11 +125,107 @@ def fenced(error: KafkaException) -> bool:
     )
 
 
+def transaction_epoch(bootstrap: str, transactional_id: str) -> tuple[int, int, str]:
+    """(producer id, producer epoch, state) of a transactional id, as its coordinator answers
+    DescribeTransactions: asked of every broker of ``bootstrap``, the others answer
+    NOT_COORDINATOR."""
+    for address in map(HostPort.parse, bootstrap.split(",")):
+        with KafkaProtocolClient(address.host, address.port, timeout_s=CALL_TIMEOUT_S) as client:
+            answer = client.request(describe_transactions_request(transactional_id))
+        (state,) = answer.transaction_states
+        if state.error_code == ErrorCode.none:
+            return int(state.producer_id), int(state.producer_epoch), state.transaction_state
+    raise AssertionError(f"no broker of {bootstrap} coordinates {transactional_id}")
+
+
+def quiet_log4j2(log_dir: Path, requests_log: Path) -> Path:
+    """log4j 2 (Kafka 4's clients) to stderr at WARN, stdout left to the tool's JSON lines
+    (log4j's own status messages too go to stderr); and, to ``requests_log``, every request the
+    clients send and every answer they get (NetworkClient at DEBUG), with the transaction
+    manager's DEBUG lines."""
+    path = log_dir / "java-client-log4j2.properties"
+    path.write_text(
+        "status = warn\n"
+        "dest = err\n"
+        "appender.stderr.type = Console\n"
+        "appender.stderr.name = STDERR\n"
+        "appender.stderr.target = SYSTEM_ERR\n"
+        "appender.stderr.layout.type = PatternLayout\n"
+        "appender.stderr.layout.pattern = %d %p %c: %m%n\n"
+        "appender.requests.type = File\n"
+        "appender.requests.name = REQUESTS\n"
+        f"appender.requests.fileName = {requests_log}\n"
+        "appender.requests.append = false\n"
+        "appender.requests.layout.type = PatternLayout\n"
+        "appender.requests.layout.pattern = %d %p %c: %m%n\n"
+        "rootLogger.level = WARN\n"
+        "rootLogger.appenderRef.stderr.ref = STDERR\n"
+        "rootLogger.appenderRef.stderr.level = WARN\n"
+        "logger.network.name = org.apache.kafka.clients.NetworkClient\n"
+        "logger.network.level = DEBUG\n"
+        "logger.network.appenderRef.requests.ref = REQUESTS\n"
+        "logger.txn.name = org.apache.kafka.clients.producer.internals.TransactionManager\n"
+        "logger.txn.level = DEBUG\n"
+        "logger.txn.appenderRef.requests.ref = REQUESTS\n"
+    )
+    return path
+
+
+SENT = re.compile(
+    r"\[Producer clientId=[^\]]*\] Sending (?P<api>[A-Z_]+) request with header "
+    r"RequestHeader\(apiKey=[A-Z_]+, apiVersion=(?P<version>\d+)"
+)
+EPOCH_ANSWER = re.compile(
+    r"\[Producer clientId=[^\]]*\] Received (?P<api>INIT_PRODUCER_ID|END_TXN) response .*"
+    r"ResponseData\(throttleTimeMs=\d+, errorCode=(?P<error>-?\d+), producerId=-?\d+, "
+    r"producerEpoch=(?P<epoch>-?\d+)"
+)
+
+
+@dataclass(frozen=True)
+class ProducerRequests:
+    """What the copier's producer sent, from its request log: requests per (API, version)
+    (retries too), and the producer epoch each successful InitProducerId and EndTxn answer
+    carried (-1 in an EndTxn answer before v5, which has none)."""
+
+    sent: Counter[tuple[str, int]]
+    answered_epochs: list[tuple[str, int]]
+    tv2_lines: list[str]
+    """The transaction manager's "Updating isTV2 enabled to ..." lines."""
+
+    def versions(self, api: str) -> set[int]:
+        return {version for (name, version) in self.sent if name == api}
+
+    def count(self, api: str) -> int:
+        return sum(n for (name, _), n in self.sent.items() if name == api)
+
+    def epochs(self, api: str) -> list[int]:
+        return [epoch for name, epoch in self.answered_epochs if name == api]
+
+    @classmethod
+    def parse(cls, log: Path) -> ProducerRequests:
+        sent: Counter[tuple[str, int]] = Counter()
+        epochs: list[tuple[str, int]] = []
+        tv2: list[str] = []
+        for line in log.read_text(errors="replace").splitlines():
+            if found := SENT.search(line):
+                sent[found["api"], int(found["version"])] += 1
+            elif (found := EPOCH_ANSWER.search(line)) and found["error"] == "0":
+                epochs.append((found["api"], int(found["epoch"])))
+            elif "Updating isTV2 enabled to" in line:
+                tv2.append(line)
+        return cls(sent, epochs, tv2)
+
+
 class TransactionalCopier:
     """org.apache.kafka.tools.TransactionalMessageCopier in its own JVM: a read_committed
     consumer in a group, a transactional producer copying every batch it polls into the same
     partition of the output topic, the consumer's offsets sent with the transaction, and one
-    transaction in three aborted (its input read again). It exits once nothing is left."""
+    transaction in three aborted (its input read again). It exits once nothing is left.
+
+    ``lib``: the jars, Kafka 3.9's (kafka_lib(), reload4j) by default, or Kafka 4's
+    (kafka4_lib(): log4j 2, whose configuration also logs the clients' requests to
+    ``requests_log``, see :meth:`requests`)."""
 
     def __init__(
         self,
@@ -135,12 +237,20 @@ class TransactionalCopier:
         transactional_id: str,
         messages: int,
         log_dir: Path,
+        lib: Path | None = None,
     ) -> None:
         java = shutil.which("java")
         assert java is not None, "java is not on PATH"
+        lib = kafka_lib() if lib is None else lib
+        self.requests_log = log_dir / f"copier-{transactional_id}-requests.log"
+        self.log4j2 = any(lib.glob("log4j-core-2*.jar"))
+        logging = (
+            f"-Dlog4j2.configurationFile={quiet_log4j2(log_dir, self.requests_log)}"
+            if self.log4j2
+            else f"-Dlog4j.configuration=file:{quiet_log4j(log_dir)}"
+        )
         self.command = [
-            java, "-Xmx192m", "-XX:TieredStopAtLevel=1", "-cp", f"{kafka_lib()}/*",
-            f"-Dlog4j.configuration=file:{quiet_log4j(log_dir)}",
+            java, "-Xmx192m", "-XX:TieredStopAtLevel=1", "-cp", f"{lib}/*", logging,
             "org.apache.kafka.tools.TransactionalMessageCopier",
             "--broker-list", bootstrap, "--input-topic", source, "--input-partition", "0",
             "--output-topic", output, "--consumer-group", group,
@@ -163,3 +273,8 @@ class TransactionalCopier:
         statuses = [json.loads(line) for line in done.stdout.splitlines() if line.startswith(b"{")]
         assert done.returncode == 0, f"the copier failed ({self.log}): {statuses[-3:]}"
         return statuses
+
+    def requests(self) -> ProducerRequests:
+        """What its producer sent (Kafka 4's jars only: the 3.9 client logs no requests)."""
+        assert self.log4j2, "the requests are logged by the log4j 2 configuration only"
+        return ProducerRequests.parse(self.requests_log)

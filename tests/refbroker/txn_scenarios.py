@@ -172,15 +172,22 @@ def hanging_transaction_aborted(target: GroupTarget, topic: str, transactional_i
 
 
 def java_transactional_copy(
-    target: GroupTarget, source: str, output: str, log_dir: Path, transactional_id: str
-) -> None:
-    """Kafka's own TransactionalMessageCopier (the Java client 3.9) copies `source` to `output`
-    with random aborts: read_committed sees every input exactly once, in order per partition."""
+    target: GroupTarget,
+    source: str,
+    output: str,
+    log_dir: Path,
+    transactional_id: str,
+    *,
+    lib: Path | None = None,
+) -> TransactionalCopier:
+    """Kafka's own TransactionalMessageCopier (the Java client 3.9, or the one of the jars in
+    ``lib``) copies `source` to `output` with random aborts: read_committed sees every input
+    exactly once, in order per partition. The copier, for what its log says."""
     target.new_topic(source)
     target.new_topic(output)
     produce(target.bootstrap, source, PARTITIONS, 60)
     inputs = read_all(target.bootstrap, source, PARTITIONS)
-    statuses = TransactionalCopier(
+    copier = TransactionalCopier(
         target.bootstrap,
         source,
         output,
@@ -188,7 +195,10 @@ def java_transactional_copy(
         transactional_id=transactional_id,
         messages=60,
         log_dir=log_dir,
-    ).run()
+        lib=lib,
+    )
+    statuses = copier.run()
     assert statuses[-1]["stage"] == "ShutdownComplete"
     assert statuses[-1]["totalProcessed"] == 60
     assert read_all(target.bootstrap, output, PARTITIONS) == inputs
+    return copier

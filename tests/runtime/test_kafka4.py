@@ -4,6 +4,7 @@ runtime starts, checks, reports and breaks them."""
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 
 import psutil
@@ -22,6 +23,7 @@ from eoslab.runtime import smoke
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.processes import processes_of
 from eoslab.runtime.topology import KAFKA4_SERVICES, kafka4_service
+from eoslab.settings import kafka4_lib
 
 pytestmark = [pytest.mark.lab, pytest.mark.kafka4]
 
@@ -94,6 +96,23 @@ def test_the_durability_and_the_listeners_are_the_3_9_clusters(lab: LocalRuntime
         "unclean.leader.election.enable": "false",
         "group.consumer.session.timeout.ms": "6000",
     }
+
+
+def test_the_nodes_log_through_log4j2_with_kafka_tools_on_their_classpath(
+    lab: LocalRuntime,
+) -> None:
+    """The nodes run with lib/*, which also holds kafka-tools (the Java client 4.4's
+    TransactionalMessageCopier, services/kafka4/pom.xml): one SLF4J binding still, so every node
+    logs through log4j 2 in the lab's pattern, and SLF4J complains of nothing."""
+    jars = {jar.name for jar in kafka4_lib().glob("*.jar")}
+    assert "kafka-tools-4.4.0.jar" in jars
+    bindings = {j for j in jars if j.startswith(("log4j-slf4j", "slf4j-reload4j", "logback"))}
+    assert [b.rsplit("-", 1)[0] for b in bindings] == ["log4j-slf4j-impl"]
+    assert not {j for j in jars if j.startswith(("connect-runtime", "junit", "jetty"))}
+    for service in KAFKA4_SERVICES:
+        log = lab.log_path(service).read_text(errors="replace")
+        assert "SLF4J:" not in log, service
+        assert re.search(r"^\[\d{4}-\d\d-\d\d [^]]*\] INFO .* \(kafka\.", log, re.M), service
 
 
 def test_every_kafka4_socket_listens_on_loopback_only(lab: LocalRuntime) -> None:

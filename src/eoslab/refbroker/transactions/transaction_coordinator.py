@@ -38,7 +38,8 @@ How it differs from Kafka 3.9's coordinator:
     6. Transaction version 2 (KIP-890 part 2: an epoch bump per transaction, partitions added
        implicitly by Produce, EndTxn v5, InitProducerId v6 keepPreparedTxn) is not implemented:
        the broker advertises no `transaction.version` feature, so Kafka 4 clients use version 1
-       with it, as with a Kafka 3.9 broker.
+       with it, as with a Kafka 3.9 broker (the Java client 4.4 does: AddPartitionsToTxn, EndTxn
+       v4; tests/refbroker/test_txn_java_client_4.py).
     7. No authorizer: never TRANSACTIONAL_ID_AUTHORIZATION_FAILED; no quotas.
     8. A marker for a partition that no longer exists (topic deleted) is skipped; a marker a
        partition refuses (a newer epoch already there) is logged and skipped, where Kafka stops

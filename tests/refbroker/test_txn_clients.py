@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from group_scenarios import PARTITIONS, GroupTarget
 from refbroker_process import FAST_JOIN, RunningBroker, StartBroker
-from txn_clients import CALL_TIMEOUT_S, end_offsets, read_all, transactional_producer
+from txn_clients import CALL_TIMEOUT_S, read_all, transactional_producer
 from txn_scenarios import (
     commit_and_abort,
     consume_transform_produce,
@@ -24,6 +24,8 @@ from txn_scenarios import (
     values,
     zombie_fenced,
 )
+
+from eoslab.admin import end_offsets
 
 FAST_ABORT = ("--transaction-abort-timed-out-transaction-cleanup-interval-ms", "1000")
 """Timed-out transactions are aborted within a second, as in the lab (Kafka's default: 10 s)."""

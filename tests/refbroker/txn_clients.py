@@ -100,21 +100,6 @@ def read_all(
     return values
 
 
-def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str) -> dict[int, int]:
-    """ListOffsets(latest) per partition: the last stable offset under read_committed, the high
-    watermark under read_uncommitted."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "end-offsets", "isolation.level": isolation}
-    )
-    try:
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), CALL_TIMEOUT_S)[1]
-            for p in range(partitions)
-        }
-    finally:
-        consumer.close()
-
-
 def fenced(error: KafkaException) -> bool:
     """librdkafka's verdict on a producer whose epoch is gone: a fatal fencing error."""
     kafka_error = error.args[0]

@@ -15,13 +15,13 @@ from group_scenarios import PARTITIONS, GroupTarget
 from txn_clients import (
     CALL_TIMEOUT_S,
     TransactionalCopier,
-    end_offsets,
     fenced,
     produce_transaction,
     read_all,
     transactional_producer,
 )
 
+from eoslab.admin import end_offsets
 from eoslab.runtime.smoke import produce
 
 TIMEOUT_MS = 3_000

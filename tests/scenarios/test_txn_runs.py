@@ -101,7 +101,7 @@ def test_txn_baseline_conforms(
     )
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", ["kafka", "refbroker"])  # Kafka 4: nightly (make test's time)
 def test_txn_lost_answers_conforms(
     lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
 ) -> None:
@@ -125,7 +125,8 @@ def test_txn_read_uncommitted_is_caught(
     assert {"transactional_id", "txn", "offset"} <= aborted_read.examples[0].keys()
 
 
-@pytest.mark.parametrize("target", TARGETS)
+# Kafka 4 refuses the zombie's late write as the reference broker does: nightly (make test's time)
+@pytest.mark.parametrize("target", ["kafka", "refbroker"])
 def test_txn_zombie_producer_is_fenced(
     lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
 ) -> None:
@@ -152,7 +153,9 @@ def _ledger_records(run_dir: RunDir) -> list[list[object]]:
     return records
 
 
-@pytest.mark.parametrize("target", TARGETS)
+# On Kafka the same kill -9 inside a transaction and restart play in txn-hanging-transaction
+# (below), and the fence aborting an open transaction in txn-zombie-producer
+@pytest.mark.parametrize("target", ["refbroker"])
 def test_a_producer_killed_mid_transaction_and_restarted_leaves_nothing_half_done(
     lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
 ) -> None:

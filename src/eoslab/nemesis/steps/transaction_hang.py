@@ -118,15 +118,13 @@ def first_offsets(
     try:
         reader.assign([TopicPartition(topic, p, starts[p]) for p in open_ends])
         deadline = time.monotonic() + READ_TIMEOUT_S
-        done: set[int] = set()
-        while len(done) < len(open_ends) and time.monotonic() < deadline:
+        left = set(open_ends)
+        while left and time.monotonic() < deadline:
             for message in reader.consume(500, 0.5):
                 partition, offset = message.partition(), message.offset()
                 if message.error() is not None or partition is None or offset is None:
                     continue
-                if offset + 1 >= open_ends[partition]:
-                    done.add(partition)
-                if partition in found:
+                if partition in found or partition not in left:
                     continue
                 try:
                     record = decode(message.key(), message.value())
@@ -134,7 +132,10 @@ def first_offsets(
                     continue
                 if record.session_id == session_id and (partition, record.seq) in wanted:
                     found[partition] = offset
-                    done.add(partition)
+                    left.discard(partition)
+            # read to the end: past the markers too (control records never reach a consumer)
+            positions = reader.position([TopicPartition(topic, p) for p in left])
+            left -= {tp.partition for tp in positions if tp.offset >= open_ends[tp.partition]}
     finally:
         reader.close()
     return found

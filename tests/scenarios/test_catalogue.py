@@ -97,12 +97,11 @@ CHECKED_ELSEWHERE = {
     "and 4 the same transactional producer runs under faults in the other transaction tests)",
     "txn-read-uncommitted": "tests/scenarios/test_txn_runs.py (the negative control caught on "
     "Kafka 3.9 and on the reference broker)",
+    "txn-hanging-transaction": "tests/scenarios/test_txn_runs.py (on Kafka 4 and the reference "
+    "broker; on Kafka 3.9 nightly, and its coordinator aborts a hanging transaction in "
+    "tests/refbroker/test_txn_clients_lab.py)",
     **dict.fromkeys(
-        ("txn-hanging-transaction", "txn-copy-coordinator-kill"),
-        "tests/scenarios/test_txn_runs.py (on every target, the naive checker equal to Spark)",
-    ),
-    **dict.fromkeys(
-        ("txn-lost-answers", "txn-zombie-producer"),
+        ("txn-lost-answers", "txn-zombie-producer", "txn-copy-coordinator-kill"),
         "tests/scenarios/test_txn_runs.py (on Kafka 3.9 and the reference broker; Kafka 4 in the "
         "nightly, the naive checker equal to Spark)",
     ),

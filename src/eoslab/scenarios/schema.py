@@ -245,7 +245,6 @@ class Scenario(BaseModel):
             records=workload.records,
             sending_s=workload.sending_s,
             timeout_s=self.timeout_s,
-            transactional=workload.transactions is not None,
             transaction_timeout_s=(
                 None
                 if workload.transactions is None

@@ -66,10 +66,13 @@ class ScenarioShape:
     sending_s: float | None = None
     """How long the producers send at their rate; None: unknown (full speed)."""
     timeout_s: float | None = None
-    transactional: bool = False
-    """Whether the producers are transactional (a transaction coordinator to act on)."""
     transaction_timeout_s: float | None = None
     """The transactional producers' transaction.timeout.ms, in seconds; None: not transactional."""
+
+    @property
+    def transactional(self) -> bool:
+        """Whether the producers are transactional (a transaction coordinator to act on)."""
+        return self.transaction_timeout_s is not None
 
 
 class StepContext(Protocol):

@@ -321,8 +321,12 @@ def topic_exists(bootstrap: str, topic: str) -> bool:
     return described is not None and described.error is None
 
 
-def delete_topic(bootstrap: str, topic: str) -> bool:
-    """Delete a topic; False when it was already gone (KafkaException for anything else)."""
+def delete_topic(bootstrap: str, topic: str, timeout_s: float = 30.0) -> bool:
+    """Delete a topic; False when it was already gone (KafkaException for anything else).
+    Returns once no broker of ``bootstrap`` names it any more: DeleteTopics answers when the
+    broker that took the request has forgotten it, and the others learn it a moment later (in
+    ZooKeeper mode from the controller's UpdateMetadata), so a caller's next look may land on one
+    that still does (TimeoutError when one still does after ``timeout_s``)."""
     client = admin_client(bootstrap, timeout_ms=30_000)
     future = client.delete_topics([topic], operation_timeout=30)[topic]
     try:
@@ -331,7 +335,22 @@ def delete_topic(bootstrap: str, topic: str) -> bool:
         if error.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
             return False
         raise
+    if not wait_until(lambda: not _named_by_a_broker(bootstrap, topic), timeout_s, 0.1):
+        raise TimeoutError(f"topic {topic} deleted but still named by a broker after {timeout_s} s")
     return True
+
+
+def _named_by_a_broker(bootstrap: str, topic: str) -> bool:
+    """Whether a broker of ``bootstrap`` still names ``topic``; each is asked by a fresh client
+    with its address alone (which asks that broker first); one that cannot be asked names
+    nothing to anybody."""
+    for one in bootstrap.split(","):
+        try:
+            if topic_exists(one, topic):
+                return True
+        except KafkaException:
+            continue
+    return False
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication: int) -> None:

@@ -125,4 +125,6 @@ def _topic_fate(
         deleted = delete_topic(config.bootstrap(info.target), info.topic)
     except KafkaException as error:
         return TopicFate.FAILED, str(error.args[0])
+    except TimeoutError as error:
+        return TopicFate.FAILED, str(error)
     return (TopicFate.DELETED, "") if deleted else (TopicFate.GONE, "")

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
@@ -299,6 +299,31 @@ def end_offsets(
         request_timeout=timeout_s,
     )
     return {tp.partition: int(f.result(timeout=timeout_s).offset) for tp, f in futures.items()}
+
+
+def committed_offsets(
+    cluster: str | Consumer,
+    group: str,
+    topic: str,
+    partitions: int | Iterable[int],
+    timeout_s: float = 10.0,
+) -> dict[int, int]:
+    """Group ``group``'s committed offset per partition of ``topic`` as its coordinator has it
+    now, asked without joining the group (a partition never committed is left out; a
+    KafkaException when the coordinator does not answer). ``cluster``: a bootstrap, or a
+    consumer of the group that never joins it, to reuse (a watch asking often)."""
+    reader = (
+        Consumer({"bootstrap.servers": cluster, "group.id": group, "log_level": 3})
+        if isinstance(cluster, str)
+        else cluster
+    )
+    wanted = range(partitions) if isinstance(partitions, int) else partitions
+    try:
+        answered = reader.committed([TopicPartition(topic, p) for p in wanted], timeout=timeout_s)
+    finally:
+        if reader is not cluster:
+            reader.close()
+    return {tp.partition: int(tp.offset) for tp in answered if tp.offset >= 0}
 
 
 HIGH_WATERMARK = -1

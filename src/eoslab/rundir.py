@@ -705,11 +705,6 @@ class RunDir:
     def copy_topic_dir(self) -> Path:
         return self.path / "copy-topic"
 
-    @property
-    def has_copy_snapshot(self) -> bool:
-        """Whether the checker kept the output topic's read_committed read (``_SUCCESS``)."""
-        return (self.copy_topic_dir / "_SUCCESS").is_file()
-
     def copier_file(self, worker: int, session_id: str) -> Path:
         return self.copier_dir / f"w{worker}-{session_id}.parquet"
 

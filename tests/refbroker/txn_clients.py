@@ -26,7 +26,8 @@ from kio.schema.errors import ErrorCode
 
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.requests import describe_transactions_request
-from eoslab.settings import HostPort, kafka_lib
+from eoslab.probe.txn_runner import find_transaction_coordinator
+from eoslab.settings import kafka_lib
 
 CALL_TIMEOUT_S = 30.0
 """Every transactional call (init, commit, abort, send offsets) gives up after this."""
@@ -112,15 +113,13 @@ def fenced(error: KafkaException) -> bool:
 
 def transaction_epoch(bootstrap: str, transactional_id: str) -> tuple[int, int, str]:
     """(producer id, producer epoch, state) of a transactional id, as its coordinator answers
-    DescribeTransactions: asked of every broker of ``bootstrap``, the others answer
-    NOT_COORDINATOR."""
-    for address in map(HostPort.parse, bootstrap.split(",")):
-        with KafkaProtocolClient(address.host, address.port, timeout_s=CALL_TIMEOUT_S) as client:
-            answer = client.request(describe_transactions_request(transactional_id))
-        (state,) = answer.transaction_states
-        if state.error_code == ErrorCode.none:
-            return int(state.producer_id), int(state.producer_epoch), state.transaction_state
-    raise AssertionError(f"no broker of {bootstrap} coordinates {transactional_id}")
+    DescribeTransactions."""
+    host, port = find_transaction_coordinator(bootstrap, transactional_id)
+    with KafkaProtocolClient(host, port, timeout_s=CALL_TIMEOUT_S) as client:
+        answer = client.request(describe_transactions_request(transactional_id))
+    (state,) = answer.transaction_states
+    assert state.error_code == ErrorCode.none, f"{transactional_id}: {state.error_code}"
+    return int(state.producer_id), int(state.producer_epoch), state.transaction_state
 
 
 def quiet_log4j2(log_dir: Path, requests_log: Path) -> Path:

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicPartition
 
-from eoslab.soak.background import Background
+from eoslab.admin import committed_offsets
+from eoslab.background import Background
 from eoslab.soak.ledger import LEDGER_TOPIC
 
 GROUP = "soak-committer"
@@ -29,13 +30,9 @@ POLL_S = 0.2
 
 def committed_offset(bootstrap: str) -> int:
     """The group's committed offset of the ledger partition, as its coordinator has it now
-    (asked without joining the group: any cluster, wherever the coordinator moved)."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "log_level": 0})
-    try:
-        (partition,) = reader.committed([TopicPartition(LEDGER_TOPIC, 0)], timeout=30)
-        return int(partition.offset)
-    finally:
-        reader.close()
+    (asked without joining the group: any cluster, wherever the coordinator moved); -1001
+    (librdkafka's "invalid") when it has none."""
+    return committed_offsets(bootstrap, GROUP, LEDGER_TOPIC, 1, 30.0).get(0, OFFSET_INVALID)
 
 
 @dataclass

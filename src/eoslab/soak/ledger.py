@@ -23,9 +23,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from eoslab.background import Background
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.log_reader import read_partition
-from eoslab.soak.background import Background
 
 LEDGER_TOPIC = "soak-ledger"
 PRODUCER_CONFIG: dict[str, str | int | float | bool] = {

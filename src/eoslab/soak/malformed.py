@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from eoslab.soak.background import Background
+from eoslab.background import Background
 from eoslab.soak.broker import BrokerProcess, ProxyProcess, ServerProcess
 from eoslab.soak.committer import Committer, committed_offset
 from eoslab.soak.frames import send_frames

@@ -27,7 +27,7 @@ from typing import ClassVar
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eoslab.admin import end_offsets
-from eoslab.soak.background import Background
+from eoslab.background import Background
 from eoslab.soak.ledger import read_topic
 
 TXN_TOPIC = "soak-txn"

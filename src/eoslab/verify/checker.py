@@ -65,7 +65,7 @@ from eoslab.verify.spark_session import (
     small_run,
     spark_path,
 )
-from eoslab.verify.topic_reader import classify, read_copies, read_log
+from eoslab.verify.topic_reader import KeptTopic, classify, read_kept
 from eoslab.verify.txn_ledger import (
     aborted_records,
     build_txn_ledger,
@@ -258,15 +258,25 @@ def _check(
     phases = Stopwatch()
     try:
         with phases("log and ledger"):
-            raw = read_log(spark, run, info, bootstrap=bootstrap, from_topic=from_topic)
+            raw = read_kept(
+                spark, KeptTopic.log(run, info), info, bootstrap=bootstrap, from_topic=from_topic
+            )
             history = read_history(spark, run.history_dir, info.log_starts())
             if info.transactions is not None:
                 history = excuse_aborted(history, aborted_records(read_transactions(spark, run)))
             ledger = cache(build_ledger(classify(raw, info.run_id), history))
             ledger.count()  # the log as of now: later actions reuse this snapshot
-            copies = None
-            if info.copier is not None:
-                copies = read_copies(spark, run, info, bootstrap=bootstrap, from_topic=from_topic)
+            copies = (
+                None
+                if info.copier is None
+                else read_kept(
+                    spark,
+                    KeptTopic.copies(run, info),
+                    info,
+                    bootstrap=bootstrap,
+                    from_topic=from_topic,
+                )
+            )
         with phases("anomalies"):
             key_ledger = cache(by_key(ledger))
             tables = {

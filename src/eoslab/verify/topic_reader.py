@@ -2,7 +2,7 @@
 keeps — and parse the workload's messages.
 
 The first check of a run reads the topic and keeps what it read in the run directory
-(``topic/``, :func:`read_log`); every later check reads that copy, so a run re-checks to the
+(``topic/``, :func:`read_kept`); every later check reads that copy, so a run re-checks to the
 same verdict after its topic is gone (pruned, or the lab rebuilt), on another machine, or
 archived. Parsing is plain SQL (``split`` and ``try_cast``), never a Python UDF: it stays in the
 JVM and scales with the cluster. Every record keeps its Kafka partition and offset, so that
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -68,91 +69,89 @@ SNAPSHOT_COLUMNS = ("partition", "offset", "key", "value", "timestamp")
 """What the run directory keeps of each Kafka record (everything the checks read, and more)."""
 
 
+@dataclass(frozen=True)
+class KeptTopic:
+    """A topic of a run that the run directory keeps a copy of: the log, or the copier's
+    output topic (read read_committed, as a downstream consumer reads it)."""
+
+    topic: str
+    folder: Path
+    isolation: Isolation
+    transactional: bool
+
+    @property
+    def is_kept(self) -> bool:
+        """Whether the copy is complete (a Spark write's ``_SUCCESS``)."""
+        return (self.folder / "_SUCCESS").is_file()
+
+    @classmethod
+    def log(cls, run: RunDir, info: RunInfo) -> KeptTopic:
+        transactional = info.transactions is not None
+        return cls(info.topic, run.topic_dir, "read_uncommitted", transactional)
+
+    @classmethod
+    def copies(cls, run: RunDir, info: RunInfo) -> KeptTopic:
+        if info.copier is None:
+            raise ValueError(f"run {info.run_id} had no copier")
+        return cls(info.copier.output_topic, run.copy_topic_dir, "read_committed", True)
+
+
+def kept_topics(run: RunDir, info: RunInfo) -> list[KeptTopic]:
+    """The topics a check of the run reads: the log, and the copier's output if it had one."""
+    return [KeptTopic.log(run, info)] + (
+        [] if info.copier is None else [KeptTopic.copies(run, info)]
+    )
+
+
 def require_topic(
     run: RunDir, info: RunInfo, *, bootstrap: str | None = None, from_topic: bool = False
 ) -> str | None:
-    """Where a check reads the topic (``bootstrap``, else run.json's), or None when it reads
-    the run directory's copy; :class:`TopicGoneError` (saying where the copy is, if any) when the
-    topic is needed and gone. Cheap (one metadata request): asked before a Spark starts."""
-    if not from_topic and run.has_topic_snapshot:
+    """Where a check reads the run's topics (``bootstrap``, else run.json's), or None when it
+    reads the run directory's copies; :class:`TopicGoneError` (saying where the copy is, if any)
+    when a topic is needed and gone. Cheap (a metadata request each): asked before a Spark
+    starts."""
+    sources = {_source(kept, info, bootstrap, from_topic) for kept in kept_topics(run, info)}
+    return next((source for source in sources if source is not None), None)
+
+
+def _source(kept: KeptTopic, info: RunInfo, bootstrap: str | None, from_topic: bool) -> str | None:
+    """Where ``kept`` is read: None for its copy, else the cluster (checked to hold it)."""
+    if not from_topic and kept.is_kept:
         return None
     bootstrap = bootstrap or info.bootstrap
-    if not topic_exists(bootstrap, info.topic):
-        kept = (
-            f"the copy of its log in {run.topic_dir} is there: check without --from-topic"
-            if run.has_topic_snapshot
-            else f"and {run.topic_dir} holds no copy of its log (the run was never checked)"
+    if not topic_exists(bootstrap, kept.topic):
+        where = (
+            f"the copy of it in {kept.folder} is there: check without --from-topic"
+            if kept.is_kept
+            else f"and {kept.folder} holds no copy of it (the run was never checked)"
         )
-        raise TopicGoneError(f"topic {info.topic} is not on {bootstrap}; {kept}")
+        raise TopicGoneError(f"topic {kept.topic} is not on {bootstrap}; {where}")
     return bootstrap
 
 
-def read_log(
+def read_kept(
     spark: SparkSession,
-    run: RunDir,
+    kept: KeptTopic,
     info: RunInfo,
     *,
     bootstrap: str | None = None,
     from_topic: bool = False,
 ) -> DataFrame:
-    """The run's log: the copy its run directory keeps, or (the first time, or ``from_topic``)
-    the topic read from ``bootstrap`` (run.json's by default), kept as that copy first."""
-    source = require_topic(run, info, bootstrap=bootstrap, from_topic=from_topic)
-    return _kept(
-        spark,
-        run.topic_dir,
-        source,
-        info.topic,
-        info.partitions,
-        transactional=info.transactions is not None,
-    )
-
-
-def read_copies(
-    spark: SparkSession,
-    run: RunDir,
-    info: RunInfo,
-    *,
-    bootstrap: str | None = None,
-    from_topic: bool = False,
-) -> DataFrame:
-    """The copier's output topic as a read_committed consumer reads it (run.json's
-    ``copier``): kept in the run directory (``copy-topic/``) as the log is."""
-    if info.copier is None:
-        raise ValueError(f"run {info.run_id} had no copier")
-    source = None if run.has_copy_snapshot and not from_topic else bootstrap or info.bootstrap
-    return _kept(
-        spark,
-        run.copy_topic_dir,
-        source,
-        info.copier.output_topic,
-        info.partitions,
-        transactional=True,
-        isolation="read_committed",
-    )
-
-
-def _kept(
-    spark: SparkSession,
-    kept: Path,
-    bootstrap: str | None,
-    topic: str,
-    partitions: int,
-    *,
-    transactional: bool,
-    isolation: Isolation = "read_uncommitted",
-) -> DataFrame:
-    """The copy of ``topic`` kept in folder ``kept``; with a ``bootstrap``, read from the topic
-    and kept first. The copy is written beside, then moved in place: a check that dies halfway
-    leaves none."""
-    if bootstrap is not None:
-        raw = read_raw(spark, bootstrap, topic, partitions, transactional, isolation=isolation)
-        partial = kept.with_name(f".{kept.name}.partial")
+    """A run's topic: the copy its run directory keeps, or (the first time, or ``from_topic``)
+    the topic read from ``bootstrap`` (run.json's by default) at the topic's isolation, kept
+    as that copy first. The copy is written beside, then moved in place: a check that dies
+    halfway leaves none."""
+    source = _source(kept, info, bootstrap, from_topic)
+    if source is not None:
+        raw = read_raw(
+            spark, source, kept.topic, info.partitions, kept.transactional, isolation=kept.isolation
+        )
+        partial = kept.folder.with_name(f".{kept.folder.name}.partial")
         shutil.rmtree(partial, ignore_errors=True)
         raw.select(*SNAPSHOT_COLUMNS).write.parquet(spark_path(partial))
-        shutil.rmtree(kept, ignore_errors=True)
-        partial.rename(kept)
-    return spark.read.parquet(spark_path(kept))
+        shutil.rmtree(kept.folder, ignore_errors=True)
+        partial.rename(kept.folder)
+    return spark.read.parquet(spark_path(kept.folder))
 
 
 def _field(parts: Column, name: str) -> Column:

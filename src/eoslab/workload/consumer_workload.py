@@ -19,6 +19,7 @@ import uuid
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from eoslab.admin import committed_offsets
 from eoslab.clock import now_ms, wait_until
 from eoslab.run_context import RunContext
 from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo
@@ -181,12 +182,15 @@ class ConsumerWorkload:
         }
 
     def committed_offsets(self) -> dict[int, int]:
-        """The group's committed offset per partition (-1001 when none), from its coordinator."""
-        answered = self._offsets_observer().committed(
-            [TopicPartition(self.context.topic, p) for p in range(self.context.partitions)],
-            timeout=OFFSETS_TIMEOUT_S,
+        """The group's committed offset per partition (never committed: left out), from its
+        coordinator."""
+        return committed_offsets(
+            self._offsets_observer(),
+            self.group,
+            self.context.topic,
+            self.context.partitions,
+            OFFSETS_TIMEOUT_S,
         )
-        return {tp.partition: tp.offset for tp in answered}
 
     def caught_up(self, ends: dict[int, int]) -> bool:
         """Committed up to ``ends`` on every partition (False while the coordinator is away)."""

@@ -20,8 +20,9 @@ import signal
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 
+from eoslab.admin import committed_offsets
 from eoslab.clock import now_ms
 from eoslab.run_context import RunContext
 from eoslab.rundir import CopierSessionInfo, CopyInfo
@@ -93,19 +94,16 @@ class CopierWorkload:
     def committed_offsets(self) -> dict[int, int]:
         """The copier group's committed offset per input partition (never committed: left
         out), from its coordinator; empty when it does not answer."""
-        observer = Consumer(
-            {"bootstrap.servers": self.context.bootstrap, "group.id": self.group, "log_level": 3}
-        )
         try:
-            answered = observer.committed(
-                [TopicPartition(self.context.topic, p) for p in range(self.context.partitions)],
-                timeout=OFFSETS_TIMEOUT_S,
+            return committed_offsets(
+                self.context.bootstrap,
+                self.group,
+                self.context.topic,
+                self.context.partitions,
+                OFFSETS_TIMEOUT_S,
             )
         except KafkaException:
             return {}
-        finally:
-            observer.close()
-        return {tp.partition: tp.offset for tp in answered if tp.offset >= 0}
 
     def info(self) -> CopyInfo:
         """run.json's ``copier``."""

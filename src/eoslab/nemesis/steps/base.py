@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from eoslab.fault_events import FaultPhase
 from eoslab.rundir import LabTarget
 from eoslab.runtime.lab import ProcessState
 from eoslab.runtime.topology import KAFKA4_SERVICES, KAFKA_SERVICES, REFBROKER_SERVICE
 
 if TYPE_CHECKING:
-    from eoslab.fault_events import FaultPhase
     from eoslab.proxy.control_client import ProxyControl
     from eoslab.refbroker.control_client import RefbrokerControl
     from eoslab.run_context import RunContext
@@ -312,6 +312,35 @@ class ConsumerStep(EndingStep):
         return f"consumer-{self.consumer}"
 
 
+class RestartingStep(EndingStep):
+    """A step that kills a process of a workload: a new session of it starts at the step's end,
+    at once without a duration."""
+
+    @property
+    @abc.abstractmethod
+    def who(self) -> str:
+        """The process, as the faults log names it."""
+
+    @abc.abstractmethod
+    def _new_session(self, ctx: StepContext) -> str:
+        """Start a new session of the killed process; its session id."""
+
+    def _killed(self, ctx: StepContext, step: ResolvedStep, **detail: Any) -> None:
+        """Log the kill (``detail``: what it observed); restart at once without a duration."""
+        phase = start_phase(step)
+        ctx.log(step, phase, target=self.who, **detail)
+        if phase == FaultPhase.INSTANT:
+            self._restart(ctx, step, phase)
+
+    def end(self, ctx: StepContext, step: ResolvedStep) -> None:
+        self._restart(ctx, step, FaultPhase.END)
+
+    def _restart(self, ctx: StepContext, step: ResolvedStep, phase: FaultPhase) -> None:
+        session_id = self._new_session(ctx)
+        ctx.observe(step, restarted=session_id)
+        ctx.log(step, phase, target=self.who, restarted=session_id)
+
+
 class ResolvedStep(BaseModel):
     """One step for one run: trigger and end fixed, random choices made."""
 
@@ -358,7 +387,7 @@ def restarted(
     return False, f"{stale} did not come back as a new process", {"pids": pids}
 
 
-def start_phase(step: ResolvedStep) -> str:
+def start_phase(step: ResolvedStep) -> FaultPhase:
     """``start`` for a fault that will end at its duration, ``instant`` for one that does not
     (what it broke, if anything, is undone when the run heals)."""
-    return "start" if step.duration_s is not None else "instant"
+    return FaultPhase.START if step.duration_s is not None else FaultPhase.INSTANT

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from eoslab.fault_events import FaultPhase
-from eoslab.nemesis.steps.base import ConsumerStep, ResolvedStep, StepContext, start_phase
+from eoslab.nemesis.steps.base import ConsumerStep, ResolvedStep, RestartingStep, StepContext
 
 
-class ConsumerCrashStep(ConsumerStep):
+class ConsumerCrashStep(ConsumerStep, RestartingStep):
     kind: Literal["consumer-crash"]
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
@@ -28,22 +27,13 @@ class ConsumerCrashStep(ConsumerStep):
             "between an effect and its commit"
         )
         ctx.judge(step, between, evidence, session_id=crashed.session_id, generation=generation)
-        phase = start_phase(step)
-        ctx.log(
+        self._killed(
+            ctx,
             step,
-            phase,
-            target=self.who,
             session_id=crashed.session_id,
             between_effect_and_commit=between,
             generation=generation,
         )
-        if phase == FaultPhase.INSTANT:
-            self._restart(ctx, step, phase)
 
-    def end(self, ctx: StepContext, step: ResolvedStep) -> None:
-        self._restart(ctx, step, FaultPhase.END)
-
-    def _restart(self, ctx: StepContext, step: ResolvedStep, phase: str) -> None:
-        session = ctx.consumers().restart(self.consumer)
-        ctx.observe(step, restarted=session.session_id)
-        ctx.log(step, phase, target=self.who, restarted=session.session_id)
+    def _new_session(self, ctx: StepContext) -> str:
+        return ctx.consumers().restart(self.consumer).session_id

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from eoslab.fault_events import FaultPhase
-from eoslab.nemesis.steps.base import ProducerStep, ResolvedStep, StepContext, start_phase
+from eoslab.nemesis.steps.base import ProducerStep, ResolvedStep, RestartingStep, StepContext
 
 
-class ProducerCrashStep(ProducerStep):
+class ProducerCrashStep(ProducerStep, RestartingStep):
     kind: Literal["producer-crash"]
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
@@ -33,21 +32,7 @@ class ProducerCrashStep(ProducerStep):
                 else ", between two transactions (none left open)"
             )
         ctx.judge(step, took_effect, killed, **observed)
-        phase = start_phase(step)
-        ctx.log(
-            step,
-            phase,
-            target=self.who,
-            session_id=crashed.session_id,
-            in_flight=in_flight,
-        )
-        if phase == FaultPhase.INSTANT:
-            self._restart(ctx, step, phase)
+        self._killed(ctx, step, session_id=crashed.session_id, in_flight=in_flight)
 
-    def end(self, ctx: StepContext, step: ResolvedStep) -> None:
-        self._restart(ctx, step, FaultPhase.END)
-
-    def _restart(self, ctx: StepContext, step: ResolvedStep, phase: str) -> None:
-        session = ctx.workload().restart(self.producer)
-        ctx.observe(step, restarted=session.session_id)
-        ctx.log(step, phase, target=self.who, restarted=session.session_id)
+    def _new_session(self, ctx: StepContext) -> str:
+        return ctx.workload().restart(self.producer).session_id

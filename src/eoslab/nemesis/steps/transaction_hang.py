@@ -23,7 +23,6 @@ was released before its timeout, and the step did not take effect."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any, ClassVar, Literal
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from eoslab.admin import admin_client, end_offsets
+from eoslab.background import Background
 from eoslab.clock import now_ms
 from eoslab.fault_events import FaultPhase
 from eoslab.message import MessageFormatError, decode
@@ -57,7 +57,7 @@ class OffsetsSample:
 
 
 @dataclass
-class OffsetsWatch:
+class OffsetsWatch(Background):
     """Samples the partitions' offsets every :data:`SAMPLE_EVERY_S` until stopped (a failed
     sample, e.g. a leader moving, is counted and skipped)."""
 
@@ -66,18 +66,9 @@ class OffsetsWatch:
     partitions: list[int]
     samples: list[OffsetsSample] = field(default_factory=list)
     failed: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="transaction-hang-watch")
-        self._thread.start()
-
-    def stop(self) -> list[OffsetsSample]:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=READ_TIMEOUT_S)
-        return list(self.samples)
+    thread_name: ClassVar[str] = "transaction-hang-watch"
+    join_timeout_s: ClassVar[float | None] = READ_TIMEOUT_S
 
     def _run(self) -> None:
         client = admin_client(self.bootstrap)
@@ -276,7 +267,8 @@ class TransactionHangStep(ProducerStep):
         if "watch" not in memo:  # judged at the start: it never froze
             return
         watch: OffsetsWatch = memo["watch"]
-        samples = watch.stop()
+        watch.stop()
+        samples = list(watch.samples)
         begun: dict[str, Any] = memo["begun"]
         context = ctx.context
         first = first_offsets(

@@ -1,4 +1,5 @@
-"""The soak's helpers that run beside the frames and the kills: a daemon thread each."""
+"""Work that runs beside something else on a daemon thread: the soak's load and committers
+beside the frames and the kills, a nemesis step's watch beside its fault."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ class Background(abc.ABC):
     """Runs ``_run`` on a daemon thread from ``start()`` until ``stop()`` sets ``_stop``;
     ``_lock`` guards what the thread and the soak both read."""
 
-    thread_name: ClassVar[str] = "soak"
+    thread_name: ClassVar[str] = "background"
     join_timeout_s: ClassVar[float | None] = None
 
     def __post_init__(self) -> None:

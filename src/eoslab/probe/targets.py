@@ -99,7 +99,9 @@ def run_group_flow_on_lab(flow: GroupFlow, target_name: str, config: LabConfig) 
 
 def diff_on_lab(flow: Flow | GroupFlow, config: LabConfig) -> FlowDiff:
     """Play ``flow`` on Kafka 3.9, the reference broker and, when the lab runs it, Kafka 4, each
-    on a fresh topic, and compare the transcripts."""
+    on a fresh topic, and compare the transcripts (a transaction flow: ``diff_flow_on_lab``)."""
+    if not isinstance(flow, Flow | GroupFlow):  # the produce runner would play only its first step
+        raise TypeError(f"{flow.name}: a {type(flow).__name__} is diffed by diff_flow_on_lab")
     three_way = "kafka4" in config.targets
     if isinstance(flow, GroupFlow):
         return diff_group_runs(

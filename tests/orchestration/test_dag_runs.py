@@ -16,7 +16,8 @@ from dag_runner import DAG_RUN_TIMEOUT_S, DagRunner, tail
 
 pytestmark = pytest.mark.lab
 
-BASELINE_RECORDS = 300
+CRASH_RECORDS = 1200
+"""Fewer than the scenario's own 1,500: the form's record count reaches the run."""
 
 
 def only_run(folder: Path, cell: str, target: str) -> Path:
@@ -25,31 +26,18 @@ def only_run(folder: Path, cell: str, target: str) -> Path:
     return found[0]
 
 
-def test_scenario_dag_runs_a_conforming_baseline_and_reports_it(dag_runner: DagRunner) -> None:
-    conf = {"scenario": "baseline", "target": "refbroker", "records": BASELINE_RECORDS}
-    done = dag_runner.test("eos_scenario", json.dumps(conf), "scenario-baseline")
-    assert done.returncode == 0, tail(done)
-
-    run_dir = only_run(dag_runner.runs, "baseline", "refbroker")
-    verdict = json.loads((run_dir / "checker" / "verdict.json").read_text())
-    assert verdict["conforms"] is True, verdict["mismatches"]
-    assert verdict["gx"]["success"] is True
-    report = dag_runner.reports / "runs" / run_dir.name
-    summary = json.loads((report / "summary.json").read_text())
-    assert summary["status"] == "conforms"
-    assert summary["metrics"]["records"] == BASELINE_RECORDS
-    assert 'class="verdict conforms"' in (report / "index.html").read_text()
-    suite = ET.parse(report / "junit.xml").getroot()
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
-
-
 def test_scenario_dag_finds_the_consumer_crash_doubling_effects_in_commit_after(
     dag_runner: DagRunner,
 ) -> None:
-    """The form's handler mode reaches the run: consumers crash between effect and commit,
-    commit-after applies redelivered records twice, and the run conforms because the checker
-    found it (the consumer half's negative control, from the UI's DAG)."""
-    conf = {"scenario": "consumer-crash-before-commit", "target": "kafka", "mode": "commit-after"}
+    """The form's handler mode and record count reach the run: consumers crash between effect
+    and commit, commit-after applies redelivered records twice, and the run conforms because
+    the checker found it (the consumer half's negative control, from the UI's DAG)."""
+    conf = {
+        "scenario": "consumer-crash-before-commit",
+        "target": "kafka",
+        "mode": "commit-after",
+        "records": CRASH_RECORDS,
+    }
     done = dag_runner.test("eos_scenario", json.dumps(conf), "scenario-consumer-crash")
     assert done.returncode == 0, tail(done)
 
@@ -63,22 +51,29 @@ def test_scenario_dag_finds_the_consumer_crash_doubling_effects_in_commit_after(
     assert observed["redelivered"] > 0
     assert observed["unprocessed"] == 0
     assert "consumer_exactly_once" in verdict["gx"]["suites"]
+    assert verdict["gx"]["agrees_with_anomalies"] is True
     report = dag_runner.reports / "runs" / run_dir.name
     summary = json.loads((report / "summary.json").read_text())
     assert (summary["status"], summary["mode"]) == ("conforms", "commit-after")
-    assert 'id="consumer-half"' in (report / "index.html").read_text()
+    assert summary["metrics"]["records"] == CRASH_RECORDS
+    page = (report / "index.html").read_text()
+    assert 'class="verdict conforms"' in page
+    assert 'id="consumer-half"' in page
+    suite = ET.parse(report / "junit.xml").getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
 
 
 def test_nightly_dag_reports_the_negative_control_as_conforming_because_found(
     dag_runner: DagRunner,
 ) -> None:
     """Through `eoslab orchestrate matrix`, as `make lab` runs it: the cells' phases and the
-    matrix on the terminal, Airflow's output in a log file named at the end; with one probe
-    flow diffed on the lab's targets beside the cell, in the same report."""
+    matrix on the terminal, Airflow's output in a log file named at the end; a clean baseline
+    beside the negative control, and one probe flow diffed on the lab's targets beside the
+    cells, in the same report."""
     done = subprocess.run(
         [
             *(sys.executable, "-m", "eoslab.orchestration.command", "matrix"),
-            *("--scenario", "no-idempotence", "--target", "kafka"),
+            *("--scenario", "baseline", "--scenario", "no-idempotence", "--target", "kafka"),
             *("--probe-flow", "fig2"),
         ],
         env=dag_runner.env,
@@ -92,23 +87,27 @@ def test_nightly_dag_reports_the_negative_control_as_conforming_because_found(
     assert done.returncode == 0, tail(done)
     shown = done.stdout.splitlines()
     assert len(shown) <= 20, done.stdout
-    assert any(line.strip().startswith("no-idempotence/kafka: conforms") for line in shown)
-    assert "1 of 1 cells conform. Report:" in done.stdout
+    for cell in ("baseline", "no-idempotence"):
+        assert any(line.strip().startswith(f"{cell}/kafka: conforms") for line in shown), shown
+    assert "2 of 2 cells conform. Report:" in done.stdout
     [airflow_log] = re.findall(r"Airflow's log: (\S+);", done.stdout)
     assert "eos_nightly" in Path(airflow_log).read_text()  # what the terminal was spared
     assert "INFO" not in done.stdout
 
     [night] = list((dag_runner.reports / "nightly").iterdir())
     summary = json.loads((night / "summary.json").read_text())
-    assert (summary["cells"], summary["conforming"], summary["conforms"]) == (1, 1, True)
+    assert (summary["cells"], summary["conforming"], summary["conforms"]) == (2, 2, True)
     assert summary["probe_diffs"] == {"flows": 1, "conforming": 1}
     assert '<table id="probe-diffs">' in (night / "index.html").read_text()
-    [cell] = summary["outcomes"]
-    assert (cell["scenario"], cell["target"], cell["status"]) == (
-        "no-idempotence",
-        "kafka",
-        "conforms",
+    baseline, cell = sorted(summary["outcomes"], key=lambda outcome: outcome["scenario"])
+    assert [(c["scenario"], c["target"], c["status"]) for c in (baseline, cell)] == [
+        ("baseline", "kafka", "conforms"),
+        ("no-idempotence", "kafka", "conforms"),
+    ]
+    clean = json.loads(
+        (dag_runner.reports / "runs" / baseline["run_id"] / "summary.json").read_text()
     )
+    assert all(check["observed"] == 0 for check in clean["checks"]), clean["checks"]
 
     run_report = dag_runner.reports / "runs" / cell["run_id"]
     checks = {c["name"]: c for c in json.loads((run_report / "summary.json").read_text())["checks"]}

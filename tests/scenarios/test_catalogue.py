@@ -85,8 +85,8 @@ CELLS = (
     CatalogueCell("zombie-consumer", "kafka"),
 )
 CHECKED_ELSEWHERE = {
-    "baseline": "tests/orchestration/test_dag_runs.py (through Airflow's eos_scenario, the "
-    "checker and the report)",
+    "baseline": "tests/orchestration/test_dag_runs.py (a cell of the nightly DAG's matrix, "
+    "through the checker and the report)",
     "consumer-crash-before-commit": "tests/orchestration/test_dag_runs.py (commit-after, the "
     "negative control, through Airflow)",
     "idempotent-stale-skip": "tests/scenarios/test_consumer_scenarios.py (idempotent and "
@@ -96,7 +96,7 @@ CHECKED_ELSEWHERE = {
     "txn-baseline": "tests/scenarios/test_txn_runs.py (on the reference broker; on Kafka 3.9 "
     "and 4 the same transactional producer runs under faults in the other transaction tests)",
     "txn-read-uncommitted": "tests/scenarios/test_txn_runs.py (the negative control caught on "
-    "Kafka 3.9 and on the reference broker)",
+    "Kafka 3.9; on Kafka 4 and the reference broker nightly)",
     "txn-hanging-transaction": "tests/scenarios/test_txn_runs.py (on Kafka 4 and the reference "
     "broker; on Kafka 3.9 nightly, and its coordinator aborts a hanging transaction in "
     "tests/refbroker/test_txn_clients_lab.py)",

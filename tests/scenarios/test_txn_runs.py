@@ -113,7 +113,9 @@ def test_txn_lost_answers_conforms(
     assert counted.get("indeterminate", 0) == 0  # every lost answer was asked again, and answered
 
 
-@pytest.mark.parametrize("target", ["kafka", "refbroker"])
+# The reference broker's read_uncommitted reader: nightly (make test's time; the planted aborted
+# reads of tests/verify/test_txn_planted.py are found by the same checks)
+@pytest.mark.parametrize("target", ["kafka"])
 def test_txn_read_uncommitted_is_caught(
     lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
 ) -> None:

@@ -1,14 +1,16 @@
-"""A clean run, checked by the spark-submit job (a JVM of its own) and by `eoslab verify` (on
-the lab's warm Spark): every suite passes, and the verdict follows the expectations both ways
-(a negative control fails on a clean topic)."""
+"""A clean run, checked by `eoslab verify` on the lab's warm Spark: every suite passes, and the
+verdict follows the expectations both ways (a negative control fails on a clean topic). The
+spark-submit job (a JVM of its own) judges negative controls in
+tests/verify/test_consumer_runs.py."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from planted_runs import plant_clean, spark_submit
+from planted_runs import plant_clean
 from typer.testing import CliRunner
 
 from eoslab.rundir import EPOCH_BUMPS, FOREIGN, PRODUCER_ANOMALIES, UNEXPECTED_FATAL, RunDir
@@ -25,11 +27,21 @@ def clean(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Run
     return run_dir
 
 
-def test_spark_submit_job_fails_the_negative_control_on_a_clean_topic(clean: RunDir) -> None:
-    job = spark_submit(clean)
+def on_the_lab(lab: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`eoslab verify` finds the test lab's warm Spark as it finds a user's lab."""
+    monkeypatch.setenv(LAB_DIR, str(lab.config.state_dir))
+    monkeypatch.setenv(PORT_OFFSET, str(lab.config.port_offset))
 
-    assert job.returncode == 1, job.stderr[-3000:]
-    assert "duplicate: expected >0, observed 0" in job.stdout
+
+def test_the_negative_control_fails_on_a_clean_topic(
+    lab: LocalRuntime, clean: RunDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_the_lab(lab, monkeypatch)
+
+    result = CliRunner().invoke(app, [str(clean.path)])
+
+    assert result.exit_code == 2, result.output
+    assert re.search(r"duplicate\s+│\s+>0\s+│\s+0\s+│\s+MISMATCH", result.output), result.output
     verdict = json.loads(clean.verdict_json.read_text())
     assert verdict["conforms"] is False
     assert [(m["name"], m["observed"], m["examples"]) for m in verdict["mismatches"]] == [
@@ -52,8 +64,7 @@ def test_verify_command_says_a_clean_run_conforms_on_the_labs_warm_spark(
 ) -> None:
     info = clean.read_info()
     clean.write_info(info.model_copy(update={"expected": {"indeterminate": "0"}}))
-    monkeypatch.setenv(LAB_DIR, str(lab.config.state_dir))
-    monkeypatch.setenv(PORT_OFFSET, str(lab.config.port_offset))
+    on_the_lab(lab, monkeypatch)
 
     result = CliRunner().invoke(app, [str(clean.path)])
 

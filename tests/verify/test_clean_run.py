@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from planted_runs import plant_clean
+from pyspark.sql import SparkSession
 from typer.testing import CliRunner
 
 from eoslab.rundir import EPOCH_BUMPS, FOREIGN, PRODUCER_ANOMALIES, UNEXPECTED_FATAL, RunDir
@@ -34,8 +35,11 @@ def on_the_lab(lab: LocalRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_negative_control_fails_on_a_clean_topic(
-    lab: LocalRuntime, clean: RunDir, monkeypatch: pytest.MonkeyPatch
+    lab: LocalRuntime, spark: SparkSession, clean: RunDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """`eoslab verify` in a process that has a Spark Connect session already (the tests'),
+    whose ``tmp_view`` shows something else: GX must query the check's own session."""
+    spark.range(1).createOrReplaceTempView("tmp_view")
     on_the_lab(lab, monkeypatch)
 
     result = CliRunner().invoke(app, [str(clean.path)])
@@ -51,6 +55,7 @@ def test_the_negative_control_fails_on_a_clean_topic(
         (*PRODUCER_ANOMALIES, FOREIGN, UNEXPECTED_FATAL, EPOCH_BUMPS), 0
     )
     assert verdict["gx"]["success"] is True
+    assert verdict["gx"]["agrees_with_anomalies"] is True
     assert [e["success"] for e in verdict["gx"]["expectations"]] == [True] * 8
     assert Path(verdict["links"]["data_docs"]).is_file()
     metrics = json.loads(clean.metrics_json.read_text())

@@ -194,35 +194,38 @@ def validate(
             copied="copy_ledger" in frames,
         )
     )
-    context = gx.get_context(mode="file", project_root_dir=str(checker_dir))
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    context.variables.save()
-    source = context.data_sources.add_spark(name=DATASOURCE, persist=False)  # the caller persists
-    batches = {
-        asset: source.add_dataframe_asset(name=asset).add_batch_definition_whole_dataframe(
-            f"whole {asset}"
-        )
-        for asset in sorted({suite.asset for suite in suites})
-    }
-    definitions = {
-        suite.name: context.validation_definitions.add(
-            gx.ValidationDefinition(
-                name=f"{suite.name} on {suite.asset}",
-                data=batches[suite.asset],
-                suite=context.suites.add(suite.to_gx()),
+    with _gx_queries_on(next(iter(frames.values())).sparkSession):
+        context = gx.get_context(mode="file", project_root_dir=str(checker_dir))
+        context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        context.variables.save()
+        source = context.data_sources.add_spark(
+            name=DATASOURCE, persist=False
+        )  # the caller persists
+        batches = {
+            asset: source.add_dataframe_asset(name=asset).add_batch_definition_whole_dataframe(
+                f"whole {asset}"
             )
-        )
-        for suite in suites
-    }
-    in_order = sorted(suites, key=lambda suite: VALIDATION_ORDER.index(suite.asset))
-    with _queries_evaluated_once(frames, in_order) if evaluate_once else nullcontext():
-        results_by_suite = {
-            suite.name: definitions[suite.name].run(
-                batch_parameters={"dataframe": frames[suite.asset]},
-                result_format={"result_format": "BASIC"},
-            )
-            for suite in in_order
+            for asset in sorted({suite.asset for suite in suites})
         }
+        definitions = {
+            suite.name: context.validation_definitions.add(
+                gx.ValidationDefinition(
+                    name=f"{suite.name} on {suite.asset}",
+                    data=batches[suite.asset],
+                    suite=context.suites.add(suite.to_gx()),
+                )
+            )
+            for suite in suites
+        }
+        in_order = sorted(suites, key=lambda suite: VALIDATION_ORDER.index(suite.asset))
+        with _queries_evaluated_once(frames, in_order) if evaluate_once else nullcontext():
+            results_by_suite = {
+                suite.name: definitions[suite.name].run(
+                    batch_parameters={"dataframe": frames[suite.asset]},
+                    result_format={"result_format": "BASIC"},
+                )
+                for suite in in_order
+            }
     suite_results = [results_by_suite[suite.name] for suite in suites]
     context.build_data_docs()
     versions = {suite.name: suite.version for suite in suites}
@@ -256,6 +259,25 @@ def validate(
         expectations=outcomes,
         data_docs=_data_docs_index(context),
     )
+
+
+@contextmanager
+def _gx_queries_on(session: Any) -> Iterator[None]:
+    """GX points ``tmp_view`` at an asset in the asset's own session, then runs the query on its
+    execution engine's session: the process's active one (``builder.getOrCreate()``). With two
+    Spark Connect sessions in one process (a caller's and the one `eoslab verify` makes, say)
+    the query read the other session's ``tmp_view``: another run's ledger. The frames' session
+    is the active one while GX validates (pyspark has no public setter for it)."""
+    holder = getattr(type(session), "_active_session", None)  # Spark Connect's, thread-local
+    if holder is None:  # a classic session: one per JVM, the active one already
+        yield
+        return
+    before = getattr(holder, "session", None)
+    holder.session = session
+    try:
+        yield
+    finally:
+        holder.session = before
 
 
 def _data_docs_index(context: Any) -> str | None:

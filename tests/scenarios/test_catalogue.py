@@ -97,9 +97,9 @@ CHECKED_ELSEWHERE = {
     "and 4 the same transactional producer runs under faults in the other transaction tests)",
     "txn-read-uncommitted": "tests/scenarios/test_txn_runs.py (the negative control caught on "
     "Kafka 3.9; on Kafka 4 and the reference broker nightly)",
-    "txn-hanging-transaction": "tests/scenarios/test_txn_runs.py (on Kafka 4 and the reference "
-    "broker; on Kafka 3.9 nightly, and its coordinator aborts a hanging transaction in "
-    "tests/refbroker/test_txn_clients_lab.py)",
+    "txn-hanging-transaction": "tests/scenarios/test_txn_runs.py (on the reference broker; on "
+    "Kafka 3.9 and 4 nightly, their coordinators aborting a hanging transaction in the "
+    "txn-timeout probe flow of tests/probe/test_three_way_diff.py)",
     **dict.fromkeys(
         ("txn-lost-answers", "txn-zombie-producer", "txn-copy-coordinator-kill"),
         "tests/scenarios/test_txn_runs.py (on Kafka 3.9 and the reference broker; Kafka 4 in the "

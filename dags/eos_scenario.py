@@ -14,7 +14,6 @@ from airflow.sdk import DAG, Param
 from eoslab.orchestration import tasks
 from eoslab.rundir import GROUP_PROTOCOLS, HANDLER_MODES, LAB_TARGETS
 from eoslab.scenarios.catalogue import catalogue
-from eoslab.workload.clients import OLDER_CLIENTS
 
 with DAG(
     dag_id="eos_scenario",
@@ -54,9 +53,11 @@ with DAG(
         "client": Param(
             None,
             type=["null", "string"],
-            enum=[None, *OLDER_CLIENTS],
-            description="An older librdkafka for the producers, for a scenario that names it "
-            "(empty: the workload's own).",
+            pattern=r"^((librdkafka|java|franz-go):)?[A-Za-z0-9][A-Za-z0-9._-]*$",
+            description="The client every role runs: java:3.9.2 (Kafka's Java client, any "
+            "release on Maven Central), franz-go:v1.22.2 (any franz-go module version), "
+            "librdkafka:2.2.0 (an older librdkafka make setup installed); built on first use "
+            "(empty: the workload's own librdkafka).",
         ),
         "group_protocol": Param(
             None,

@@ -86,9 +86,9 @@ if ! fresh "$VENV/.installed" pyproject.toml; then
   touch "$VENV/.installed"
 fi
 
-# --- older librdkafka releases a scenario may run its producers on (eoslab.workload.clients):
+# --- older librdkafka releases a scenario may run its roles on (eoslab.workload.drivers.librdkafka):
 # confluent-kafka at that version (its wheel bundles librdkafka), in a folder of its own
-for pin in $("$VENV/bin/python" -c 'from eoslab.workload.clients import OLDER_CLIENTS; print(" ".join(OLDER_CLIENTS.values()))'); do
+for pin in $("$VENV/bin/python" -c 'from eoslab.workload.drivers.librdkafka import OLDER_CLIENTS; print(" ".join(OLDER_CLIENTS.values()))'); do
   target=".venv-clients/${pin/==/-}"
   if [ ! -d "$target/confluent_kafka" ]; then
     echo "setup: installing $pin for the scenarios that run an older librdkafka"

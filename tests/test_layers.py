@@ -15,7 +15,9 @@ from pathlib import Path
 import eoslab
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"settings", "clock", "background", "message", "kafka_api", "fault_events"}),
+    frozenset(
+        {"settings", "clock", "background", "message", "kafka_api", "fault_events", "clients"}
+    ),
     frozenset({"rundir", "control", "admin", "console"}),
     frozenset({"run_context"}),
     frozenset({"refbroker", "proxy"}),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from eoslab.clients import ClientLaunch
 from eoslab.rundir import LabTarget, RunDir, Target
 
 
@@ -21,3 +22,5 @@ class RunContext:
     topic: str
     partitions: int
     seed: int
+    client: ClientLaunch | None = None
+    """The client every role of the run runs (None: the workload's own librdkafka)."""

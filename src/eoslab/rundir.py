@@ -151,6 +151,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eoslab.clients import parse_client
 from eoslab.fault_events import FaultEffect
 from eoslab.settings import runs_root
 
@@ -358,10 +359,14 @@ class RunInfo(BaseModel):
     copier: CopyInfo | None = None
     """The copier stage (consume-transform-produce), when one ran."""
     client: str | None = None
-    """The older librdkafka version a scenario asked the producers to run (part of the cell's
-    name); None: the workload's own."""
+    """The client the run's roles ran when it is not the workload's own librdkafka, as
+    ``<family>:<version>`` (``java:3.9.2``, ``librdkafka:2.2.0``; part of the cell's name);
+    None: the workload's own."""
     librdkafka: str | None = None
-    """The librdkafka version the producers ran."""
+    """The librdkafka version the roles ran (None: they ran another client)."""
+    client_version: str | None = None
+    """What the client ran says its version is, as ``<family>:<version>`` (the driver program's
+    own answer, e.g. the kafka-clients jar's; librdkafka's for librdkafka)."""
     broker_version: str | None = None
     """What the target ran (:func:`eoslab.runtime.versions.broker_version`); None: a cluster
     of the user's, or a run from before it was recorded."""
@@ -519,13 +524,13 @@ def cell_name(
 ) -> str:
     """How a run's scenario is named in run ids, matrices and reports: with its handler mode
     when it has a consumer workload (``consumer-crash-before-commit.dedup-table``), ``.kip848``
-    when its consumers use the consumer group protocol of KIP-848, and with its producers'
-    librdkafka when a scenario asks for an older one (``lost-request_librdkafka-2.2.0``;
-    characters a Kafka topic name allows)."""
+    when its consumers use the consumer group protocol of KIP-848, and with its client when it is
+    not the workload's own librdkafka (``lost-request_librdkafka-2.2.0``,
+    ``lost-acks_java-3.9.2``: characters a Kafka topic name allows)."""
     name = scenario if mode is None else f"{scenario}.{mode}"
     if group_protocol == "consumer":
         name = f"{name}.{KIP848_SUFFIX}"
-    return name if client is None else f"{name}_librdkafka-{client}"
+    return name if client is None else f"{name}_{parse_client(client).slug}"
 
 
 def new_run_id(scenario: str, target: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from eoslab.clients import parse_client
 from eoslab.rundir import HandlerMode, LabTarget, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.catalogue import catalogue, find_scenario
@@ -37,7 +38,7 @@ class CatalogueCell:
 
     @property
     def name(self) -> str:
-        extras = [x for x in (self.mode, self.client and f"librdkafka-{self.client}") if x]
+        extras = [x for x in (self.mode, self.client and parse_client(self.client).slug) if x]
         return "/".join([self.scenario, self.target, *extras])
 
 

@@ -273,7 +273,8 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
             "past the 2 s the producers send",
         ),
         ({"refbroker": {"rules": "kafka-2.0"}}, "refbroker", "needs target refbroker"),
-        ({"clients": ["1.0.0"]}, "clients", "['1.0.0'] unknown"),
+        ({"clients": ["1.0.0"]}, "clients", "librdkafka:1.0.0: not a librdkafka release the lab"),
+        ({"clients": ["cobol:1"]}, "clients", "unknown client library 'cobol'"),
         (
             {"expected": {"fatal": {"NOT_AN_ERROR": ">0"}}},
             "expected.fatal",
@@ -313,9 +314,13 @@ def test_a_run_whose_record_count_puts_a_trigger_out_of_reach_is_refused_before_
     assert plan(producer_restart, "kafka", records=1500).workload.records == 1500
     with pytest.raises(RunError, match="records: 0 is not a positive record count"):
         plan(producer_restart, "kafka", records=0)
-    with pytest.raises(RunError, match="meant for the workload's own librdkafka"):
-        plan(producer_restart, "kafka", client="2.2.0")
-    assert plan(find_scenario("librdkafka-3584"), "refbroker", client="2.2.0").client == "2.2.0"
+    with pytest.raises(RunError, match="unknown client library 'cobol'"):
+        plan(producer_restart, "kafka", client="cobol:1")
+    assert plan(producer_restart, "kafka", client="java:3.9.2").client == "java:3.9.2"
+    assert plan(producer_restart, "kafka", client="librdkafka:2.2.0").client == "librdkafka:2.2.0"
+    assert plan(find_scenario("librdkafka-3584"), "refbroker", client="2.2.0").client == (
+        "librdkafka:2.2.0"
+    )
 
 
 def test_an_unknown_anomaly_is_one_line_naming_file_field_and_known_names(

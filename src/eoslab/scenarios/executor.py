@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from eoslab.admin import create_topic
+from eoslab.clients import ClientError, ClientLaunch, ClientRef, parse_client
 from eoslab.clock import now_ms, wait_until
 from eoslab.nemesis.nemesis import Nemesis
 from eoslab.nemesis.steps.base import ResolvedStep
@@ -54,10 +55,10 @@ from eoslab.runtime.topology import LabConfig
 from eoslab.runtime.versions import broker_version
 from eoslab.scenarios.schema import Scenario
 from eoslab.settings import BasePort
-from eoslab.workload.clients import ClientError, client_version, producer_client
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer_workload import SETTLE_TIMEOUT_S, ConsumerWorkload
 from eoslab.workload.copier_workload import CopierWorkload
+from eoslab.workload.drivers.registry import check_config, default_client, prepare
 from eoslab.workload.reader import TopicReaders
 from eoslab.workload.spec import WorkloadSpec
 from eoslab.workload.supervisor import Workload
@@ -108,7 +109,7 @@ class RunPlan:
     workload: WorkloadSpec
     consumers: ConsumerWorkloadSpec | None
     client: str | None
-    """The producers' librdkafka version when it is not the workload's own."""
+    """The client the roles run (``java:3.9.2``) when it is not the workload's own librdkafka."""
     steps: list[ResolvedStep]
 
     @property
@@ -148,12 +149,7 @@ def plan(
         reason = step.unreachable(shape)
         if reason is not None:
             raise RunError(f"{scenario.name}: nemesis.{index}.{reason}")
-    if client is not None and client not in scenario.clients:
-        named = ", ".join(scenario.clients) or "none"
-        raise RunError(
-            f"client {client!r}: scenario {scenario.name} is meant for the workload's own "
-            f"librdkafka and the clients it names ({named})"
-        )
+    ref = _client(client, scenario, consumers)
     return RunPlan(
         scenario=scenario,
         target=run_target,
@@ -162,9 +158,26 @@ def plan(
         seed=scenario.seed if seed is None else seed,
         workload=workload,
         consumers=consumers,
-        client=client,
+        client=None if ref is None else str(ref),
         steps=resolve(scenario.nemesis, as_target, scenario.seed if seed is None else seed),
     )
+
+
+def _client(
+    client: str | None, scenario: Scenario, consumers: ConsumerWorkloadSpec | None
+) -> ClientRef | None:
+    """The run's client (None: the workload's own librdkafka); RunError for a name that is not a
+    client's, or a scenario property the client has no equivalent for."""
+    if client is None:
+        return None
+    try:
+        ref = parse_client(client)
+        check_config(
+            ref, scenario.producer_config, None if consumers is None else consumers.consumer_config
+        )
+    except ClientError as error:
+        raise RunError(f"{scenario.name}: {error}") from None
+    return None if ref == default_client() else ref
 
 
 def _check_external(scenario: Scenario, bootstrap: str | None) -> str:
@@ -269,8 +282,9 @@ def start(
     """The run directory, run.json, the topic, the reference broker's profile, and the
     workloads and nemesis ready to play (nothing is sending yet)."""
     scenario = run_plan.scenario
+    ref = default_client() if run_plan.client is None else parse_client(run_plan.client)
     try:
-        client = producer_client(run_plan.client)
+        launch: ClientLaunch | None = None if run_plan.client is None else prepare(ref)
     except ClientError as error:
         raise RunError(str(error)) from None
     name = cell_name(scenario.name, run_plan.mode, run_plan.client, run_plan.group_protocol)
@@ -289,6 +303,7 @@ def start(
         topic=f"eos-{run_id}",
         partitions=scenario.topic.partitions,
         seed=run_plan.seed,
+        client=launch,
     )
     refbroker = RefbrokerControl(config.refbroker_control_url) if config.with_refbroker else None
     profile = scenario.refbroker.faults() if scenario.refbroker else []
@@ -310,7 +325,8 @@ def start(
             copied=run_plan.workload.copy_stage is not None,
         ),
         client=run_plan.client,
-        librdkafka=client_version(run_plan.client),
+        librdkafka=ref.version if ref.family == "librdkafka" else None,
+        client_version=str(ref),
         broker_version=None
         if run_plan.target == "external"
         else broker_version(run_plan.lab_target, _rules(scenario)),
@@ -342,7 +358,7 @@ def start(
         for fault in profile:
             refbroker.apply(fault)
     rejected = rejected_produces(refbroker) if run_plan.target == "refbroker" else {}
-    workload = Workload(run_plan.workload, context, scenario.producer_config, client=client)
+    workload = Workload(run_plan.workload, context, scenario.producer_config)
     transactions = run_plan.workload.transactions
     readers = None
     if transactions is not None:
@@ -506,8 +522,8 @@ def execute(
     `bootstrap` names the cluster. With a handler ``mode`` the run has a consumer workload in
     that mode (the scenario's own, else the default one); ``sink`` is its database: a
     PostgreSQL URL, ``lab`` for a database of its own on the lab's PostgreSQL, else SQLite in
-    the run directory; ``client`` is a librdkafka version the scenario names for its
-    producers; ``group_protocol`` the consumers' group protocol (default: the workload's,
+    the run directory; ``client`` the client every role runs (``java:3.9.2``; default: the
+    workload's own librdkafka); ``group_protocol`` the consumers' group protocol (default: the workload's,
     classic)."""
     run_plan = plan(
         scenario,

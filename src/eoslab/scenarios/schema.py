@@ -13,6 +13,7 @@ from confluent_kafka import KafkaException, Producer
 from kio.schema.errors import ErrorCode
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from eoslab.clients import FAMILIES, LIBRDKAFKA, ClientError, parse_client
 from eoslab.nemesis.steps import AnyStep
 from eoslab.nemesis.steps.base import ScenarioShape
 from eoslab.refbroker.producer_state import Rules
@@ -28,8 +29,8 @@ from eoslab.rundir import (
     LabTarget,
     default_expectations,
 )
-from eoslab.workload.clients import OLDER_CLIENTS
 from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
+from eoslab.workload.drivers.librdkafka import installable as installable_librdkafka
 from eoslab.workload.spec import DEFAULT_PRODUCER_CONFIG, WorkloadSpec
 
 RESERVED_PRODUCER_PROPERTIES = frozenset(
@@ -81,8 +82,18 @@ class ScenarioExpected(Expected):
     )
     clients: dict[str, Expected] = Field(
         default_factory=dict,
-        description="per-client overrides: the producers on an older librdkafka the scenario names",
+        description="per-client overrides: a client family (``java``: every release of it) or "
+        "one release (``java:3.3.1``, ``franz-go:v1.20.6``, ``librdkafka:2.2.0``; a bare version "
+        "is librdkafka's), the release's over the family's",
     )
+
+    @field_validator("clients")
+    @classmethod
+    def _client_names(cls, clients: dict[str, Expected]) -> dict[str, Expected]:
+        return {
+            name if name in FAMILIES else canonical_client(name): expected
+            for name, expected in clients.items()
+        }
 
     def for_run(
         self,
@@ -101,6 +112,7 @@ class ScenarioExpected(Expected):
             self,
             self.on.get(target),
             None if mode is None else self.modes.get(mode),
+            self.clients.get("librdkafka" if client is None else parse_client(client).family),
             None if client is None else self.clients.get(client),
         ]
         chosen = [layer for layer in layers if layer is not None]
@@ -185,9 +197,25 @@ class Scenario(BaseModel):
     )
     clients: list[str] = Field(
         default_factory=list,
-        description="older librdkafka versions the matrix also runs the producers on (a client "
-        "bug shown where it exists, its absence where it was fixed)",
+        description="clients the full matrix also runs the scenario's roles on, beside the "
+        "workload's own librdkafka (``java:3.3.1``, ``franz-go:v1.20.6``, ``librdkafka:2.2.0``; "
+        "a bare version is librdkafka's): a client bug shown where it exists, its absence where "
+        "it was fixed",
     )
+
+    @field_validator("clients")
+    @classmethod
+    def _known_clients(cls, clients: list[str]) -> list[str]:
+        """Canonical names; a librdkafka release must be one the lab installs (Java and franz-go
+        releases are checked against their registries when first built)."""
+        names = [canonical_client(name) for name in clients]
+        for name in names:
+            ref = parse_client(name)
+            if ref.family == LIBRDKAFKA and ref.version not in installable_librdkafka():
+                known = ", ".join(installable_librdkafka())
+                raise ValueError(f"{name}: not a librdkafka release the lab has ({known})")
+        return names
+
     nemesis: list[AnyStep] = Field(default_factory=list)
     expected: ScenarioExpected = Field(default_factory=ScenarioExpected)
     timeout_s: float = Field(120.0, gt=0, le=3600, description="bound on the whole run")
@@ -215,12 +243,7 @@ class Scenario(BaseModel):
             raise ValueError("modes: handler modes need a consumer workload (consumers)")
         if self.refbroker is not None and "refbroker" not in self.targets:
             raise ValueError("refbroker: a reference-broker profile needs target refbroker")
-        unknown = sorted(set(self.clients) - OLDER_CLIENTS.keys())
-        if unknown:
-            raise ValueError(
-                f"clients: {unknown} unknown; older clients the lab has: {', '.join(OLDER_CLIENTS)}"
-            )
-        stray = sorted(set(self.expected.clients) - set(self.clients))
+        stray = sorted(set(self.expected.clients) - set(self.clients) - set(FAMILIES))
         if stray:
             raise ValueError(f"expected.clients: {stray} are not among the scenario's clients")
         if self.consumers is not None and self.consumers.group_protocol == "consumer":
@@ -282,6 +305,14 @@ class Scenario(BaseModel):
     @property
     def producer_config(self) -> ScalarConfig:
         return DEFAULT_PRODUCER_CONFIG | self.producer
+
+
+def canonical_client(name: str) -> str:
+    """A client's name as runs and cells say it (``2.2.0`` → ``librdkafka:2.2.0``)."""
+    try:
+        return str(parse_client(name))
+    except ClientError as error:
+        raise ValueError(str(error)) from None
 
 
 def check_librdkafka_config(config: ScalarConfig) -> None:

@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from eoslab import message as wire
+from eoslab.clients import ClientLaunch
 from eoslab.clock import now_ms
 from eoslab.rundir import CommitTrigger, Effect, HandlerMode, RunDir, message_id
 from eoslab.workload.consumer_spec import ConsumerLoop
 from eoslab.workload.consumption import ConsumptionJournal
+from eoslab.workload.drivers.api import ClientApi, halt
 from eoslab.workload.group_metadata import NO_MEMBERSHIP, membership
 from eoslab.workload.handlers import AUTO_COMMIT, HANDLERS
 from eoslab.workload.sink.database import Sink
@@ -78,6 +79,8 @@ class ConsumerSpec(ConsumerLoop):
     config: dict[str, str | int | float | bool]
     crash_after_effects: int | None = None
     freeze_after_effects: int | None = None
+    client: ClientLaunch | None = None
+    """The client the session runs (None: the workload's own librdkafka)."""
 
 
 class ConsumerSession:
@@ -113,7 +116,8 @@ class ConsumerSession:
         }
         if self.auto_commit:
             config["on_commit"] = self._on_auto_commit
-        self.consumer = Consumer(config)
+        self.client = ClientApi(spec.client)
+        self.consumer = self.client.consumer(config)
 
     # ---------------------------------------------------------------- the loop
     def run(self) -> None:
@@ -243,7 +247,7 @@ class ConsumerSession:
     def _halt(self, state: str, signum: signal.Signals) -> None:
         self.state = state
         self._progress(done=False)
-        os.kill(os.getpid(), signum)
+        halt(signum)
         self.state = "running"
 
     def _await_auto_commit(self) -> None:
@@ -314,18 +318,18 @@ class ConsumerSession:
             self._journal_commit(CommitTrigger.AUTO, offsets, errors)
 
     # ---------------------------------------------------------------- rebalances
-    def _on_assign(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_assign(self, _: object, partitions: list[TopicPartition]) -> None:
         self.assignment |= {tp.partition for tp in partitions}
         self.member = membership(self.consumer)
         self._progress(done=False)
 
-    def _on_revoke(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_revoke(self, _: object, partitions: list[TopicPartition]) -> None:
         """Commit what was processed before the partitions go to another member."""
         revoked = {tp.partition for tp in partitions}
         self._commit(CommitTrigger.REVOKE, revoked)
         self._forget(revoked)
 
-    def _on_lost(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_lost(self, _: object, partitions: list[TopicPartition]) -> None:
         """The coordinator already gave them away (session expired): a commit would be fenced."""
         self._forget({tp.partition for tp in partitions})
 
@@ -339,6 +343,7 @@ class ConsumerSession:
     def _finish(self) -> None:
         self._commit(CommitTrigger.CLOSE)
         self.consumer.close()
+        self.client.close()
         self.journal.close()
         self.sink.close()
         self.state = "done"

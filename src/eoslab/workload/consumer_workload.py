@@ -298,6 +298,7 @@ class ConsumerWorkload:
             config=spec.consumer_config,
             crash_after_effects=crash_after_effects,
             freeze_after_effects=freeze_after_effects,
+            client=self.context.client,
         )
         info = ConsumerSessionInfo(session_id=session_id, consumer=consumer, started_ms=now_ms())
 
@@ -312,6 +313,7 @@ class ConsumerWorkload:
                 session_spec.model_dump_json(),
                 self.run_dir.consumer_log_file(session_id),
                 on_exit=ended,
+                client=self.context.client,
             ),
         )
         self._sessions.add(consumer, session)

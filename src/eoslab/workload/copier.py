@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
 import sys
 import threading
@@ -49,22 +48,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import (
-    OFFSET_BEGINNING,
-    Consumer,
-    KafkaError,
-    KafkaException,
-    Message,
-    Producer,
-    TopicPartition,
-)
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
 from pydantic import BaseModel, ConfigDict
 
 from eoslab import message as wire
+from eoslab.clients import ClientLaunch
 from eoslab.clock import now_ms
 from eoslab.rundir import RunDir, TxnOutcome
 from eoslab.workload.consumer import where
 from eoslab.workload.copier_ledger import CopyInput, CopyJournal
+from eoslab.workload.drivers.api import ClientApi, halt
 from eoslab.workload.producer import drain
 from eoslab.workload.transactional import call_retried
 
@@ -119,6 +112,8 @@ class CopierSpec(BaseModel):
     finishing: bool = False
     """Start finishing (a session replacing one that ended while the stage finished)."""
     max_runtime_s: float = 600.0
+    client: ClientLaunch | None = None
+    """The client the session runs (None: the workload's own librdkafka)."""
 
 
 class CopierSession:
@@ -142,7 +137,8 @@ class CopierSession:
         self._in_call: tuple[str, float] | None = None
         """The librdkafka call running now and when it is hung (monotonic)."""
         self._progress_lock = threading.Lock()
-        self.consumer = Consumer(
+        self.client = ClientApi(spec.client)
+        self.consumer = self.client.consumer(
             {
                 **CONSUMER_CONFIG,
                 "bootstrap.servers": spec.bootstrap,
@@ -158,7 +154,7 @@ class CopierSession:
                 "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
             }
         )
-        self.producer = Producer(
+        self.producer = self.client.producer(
             {
                 **PRODUCER_CONFIG,
                 **transactional,
@@ -246,6 +242,7 @@ class CopierSession:
             self._maybe_progress()
         self.consumer.close()
         self._guarded(lambda: drain(self.producer, self.spec.call_timeout_s, self._guarded))
+        self.client.close()
         self.journal.close()
         self.state = "done"
         self._progress(done=True)
@@ -271,13 +268,13 @@ class CopierSession:
             print(f"consume: {error.name()}: {error.str()}", file=sys.stderr, flush=True)
         return False
 
-    def _on_assign(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_assign(self, _: object, partitions: list[TopicPartition]) -> None:
         self.assignment |= {tp.partition for tp in partitions}
         self.at_end -= {tp.partition for tp in partitions}
         self.empty_since = None if self.assignment else self.empty_since
         self._progress(done=False)
 
-    def _on_revoke(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_revoke(self, _: object, partitions: list[TopicPartition]) -> None:
         self.assignment -= {tp.partition for tp in partitions}
         self.at_end -= {tp.partition for tp in partitions}
         if not self.assignment and self.empty_since is None:
@@ -345,7 +342,7 @@ class CopierSession:
         """Kill the session (-9) here, its last progress line saying so."""
         self.state = CRASHING
         self._progress(done=False, hung_in=hung_in)
-        os.kill(os.getpid(), signal.SIGKILL)
+        halt(signal.SIGKILL)
 
     def _commit(self, txn: int) -> None:
         error = self._call(

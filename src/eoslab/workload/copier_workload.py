@@ -145,6 +145,7 @@ class CopierWorkload:
             call_timeout_s=self.spec.call_timeout_s,
             crash_after_batches=crash_after_batches,
             finishing=self._finishing,
+            client=self.context.client,
         )
         info = CopierSessionInfo(session_id=session_id, worker=worker, started_ms=now_ms())
 
@@ -165,6 +166,7 @@ class CopierWorkload:
                 spec.model_dump_json(),
                 self.run_dir.copier_log_file(session_id),
                 on_exit=ended,
+                client=self.context.client,
             ),
         )
         session.process.stopped = spec.finishing  # asked to finish from its start

@@ -10,7 +10,9 @@ librdkafka puts into its next OffsetCommit — and returns them serialized by
     <group_instance_id_is_null: int8> [<group_instance_id> NUL]
 
 The statistics' ``cgrp`` object has the join state but no generation, and the rebalance
-callbacks get partitions only, so this is the one place the generation is exposed.
+callbacks get partitions only, so this is the one place the generation is exposed. A driver's
+client (Java, franz-go) answers the same call with its own snapshot of the membership
+(:class:`eoslab.workload.drivers.remote.GroupMetadata`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer
+from eoslab.workload.drivers.api import ConsumerApi
+from eoslab.workload.drivers.remote import GroupMetadata
 
 MAGIC = b"CGMDv2:"
 _GENERATION = struct.Struct("=i")
@@ -48,10 +51,14 @@ def parse(blob: bytes) -> Membership:
     return Membership(member_id=strings[1].decode(), generation=generation)
 
 
-def membership(consumer: Consumer) -> Membership:
-    """The consumer's membership now (NO_MEMBERSHIP when librdkafka has none to give)."""
+def membership(consumer: ConsumerApi) -> Membership:
+    """The consumer's membership now (NO_MEMBERSHIP when the client has none to give)."""
     try:
-        blob = consumer.consumer_group_metadata()
+        metadata = consumer.consumer_group_metadata()
     except RuntimeError:
         return NO_MEMBERSHIP
-    return parse(blob)
+    if isinstance(metadata, GroupMetadata):
+        if metadata.generation < 0:
+            return NO_MEMBERSHIP
+        return Membership(member_id=metadata.member_id, generation=metadata.generation)
+    return parse(metadata)

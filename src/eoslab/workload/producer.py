@@ -27,12 +27,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message
 from pydantic import BaseModel, ConfigDict
 
 from eoslab import message as wire
+from eoslab.clients import ClientLaunch
 from eoslab.clock import now_ms
 from eoslab.rundir import Outcome, RunDir
+from eoslab.workload.drivers.api import ClientApi, ProducerApi
 from eoslab.workload.ledger import HistoryWriter, SendJournal
 from eoslab.workload.outcomes import outcome_of
 from eoslab.workload.plan import KeySpace, PlannedRecord, RecordStream
@@ -71,10 +73,12 @@ class SessionSpec(BaseModel):
     transactions: TransactionSpec | None = None
     """Set for a transactional session (:mod:`eoslab.workload.transactional` runs it)."""
     transactional_id: str | None = None
+    client: ClientLaunch | None = None
+    """The client the session runs (None: the workload's own librdkafka)."""
 
 
 def drain(
-    producer: Producer, timeout_s: float, guarded: Callable[[Callable[[], Any]], Any]
+    producer: ProducerApi, timeout_s: float, guarded: Callable[[Callable[[], Any]], Any]
 ) -> int | None:
     """``flush()``, as a loop of polls: the messages left after ``timeout_s`` (None when a
     fatal error was raised: ``guarded`` records it and returns None). Not ``flush()`` itself:
@@ -111,7 +115,8 @@ class ProducerSession:
             spec.producer,
             spec.session_index,
         )
-        self.producer = Producer(
+        self.client = ClientApi(spec.client)
+        self.producer = self.client.producer(
             {
                 **spec.config,
                 "bootstrap.servers": spec.bootstrap,
@@ -314,6 +319,7 @@ def main(argv: list[str]) -> int:
     session = ProducerSession(SessionSpec.model_validate_json(argv[0]))
     signal.signal(signal.SIGTERM, session.stop)
     session.run()
+    session.client.close()
     return 0
 
 

@@ -24,10 +24,12 @@ import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 from pydantic import BaseModel, ConfigDict
 
+from eoslab.clients import ClientLaunch
 from eoslab.clock import now_ms
 from eoslab.message import MessageFormatError, decode
 from eoslab.run_context import RunContext
 from eoslab.rundir import ISOLATIONS, READS_SCHEMA, Isolation, ReadInfo, RunDir
+from eoslab.workload.drivers.api import ClientApi, ConsumerApi
 from eoslab.workload.ledger import write_part
 from eoslab.workload.sessions import SessionProcess, stop_all
 
@@ -50,6 +52,8 @@ class ReaderSpec(BaseModel):
     partitions: int
     isolation: Isolation
     finish_timeout_s: float = FINISH_TIMEOUT_S
+    client: ClientLaunch | None = None
+    """The client the reader runs (None: the workload's own librdkafka)."""
 
 
 class TopicReader:
@@ -62,7 +66,8 @@ class TopicReader:
         self.positions: dict[int, int] = dict.fromkeys(range(spec.partitions), 0)
         """Per partition, where the reader is: past its last record, or at the end offset an
         end-of-partition event named."""
-        self.consumer = Consumer(
+        self.client = ClientApi(spec.client)
+        self.consumer = self.client.consumer(
             {
                 "bootstrap.servers": spec.bootstrap,
                 "group.id": f"eoslab-reader-{spec.run_id}-{spec.isolation}",
@@ -96,6 +101,7 @@ class TopicReader:
             if time.monotonic() - self._last_progress >= PROGRESS_INTERVAL_S:
                 self._progress(done=False)
         self.consumer.close()
+        self.client.close()
         write_part(
             pa.Table.from_pydict(self.rows, schema=READS_SCHEMA),
             self.run_dir.reads_file(spec.isolation),
@@ -169,12 +175,14 @@ class TopicReaders:
                 topic=self.context.topic,
                 partitions=self.context.partitions,
                 isolation=isolation,
+                client=self.context.client,
             )
             self._processes[isolation] = SessionProcess(
                 "eoslab.workload.reader",
                 spec.model_dump_json(),
                 run_dir.reader_log_file(isolation),
                 on_exit=lambda _process: None,
+                client=self.context.client,
             )
 
     def finish(self, stable_timeout_s: float) -> tuple[list[ReadInfo], bool]:
@@ -197,7 +205,7 @@ class TopicReaders:
         ], stable
 
 
-def end_offsets(consumer: Consumer, topic: str, partitions: int) -> dict[int, int]:
+def end_offsets(consumer: ConsumerApi, topic: str, partitions: int) -> dict[int, int]:
     """ListOffsets(latest) per partition as ``consumer``'s isolation level sees it: the last
     stable offsets under read_committed, the high watermarks under read_uncommitted."""
     return {

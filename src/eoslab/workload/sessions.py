@@ -4,11 +4,18 @@ nemesis can kill -9 it as a real crash or SIGSTOP it as a zombie.
 The process gets its spec as one JSON argument and prints one JSON progress line now and then
 on stdout; a reader thread keeps the last one and, once the process has exited, runs the
 supervisor's ``on_exit`` (end time, settling what a killed session left behind).
+
+Each session leads a process group of its own: a client driver program (Java, franz-go) is its
+child, and a kill -9, a SIGSTOP or a SIGCONT of the session reaches both at once, as it would
+reach one application process. Signals a session handles itself (SIGTERM, the arming signals)
+go to the session alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -18,6 +25,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
+
+from eoslab.clients import ClientLaunch
+
+GROUP_SIGNALS = frozenset({signal.SIGKILL, signal.SIGSTOP, signal.SIGCONT})
+"""What reaches the session's whole process group (its driver program too)."""
 
 
 class SessionRecord(Protocol):
@@ -36,7 +48,7 @@ class SessionProcess:
         spec_json: str,
         log: Path,
         on_exit: Callable[[SessionProcess], None],
-        env: dict[str, str] | None = None,
+        client: ClientLaunch | None = None,
     ) -> None:
         self.progress: dict[str, Any] = {}
         self.killed = False
@@ -50,7 +62,8 @@ class SessionProcess:
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 stdin=subprocess.DEVNULL,
-                env=env,
+                env=None if client is None else client.environment(dict(os.environ)),
+                start_new_session=True,
             )
         self._reader = threading.Thread(target=self._read, name=f"progress-{module}", daemon=True)
         self._reader.start()
@@ -87,13 +100,19 @@ class SessionProcess:
         return not self.crashed_on_purpose
 
     def signal(self, signum: signal.Signals) -> None:
-        if self.running:
+        if not self.running:
+            return
+        if signum in GROUP_SIGNALS:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signum)
+        else:
             self.process.send_signal(signum)
 
     def kill(self, timeout_s: float) -> None:
-        """kill -9, as a crash; returns once on_exit has run."""
+        """kill -9 of the session and its driver program, as a crash; returns once on_exit has
+        run."""
         self.killed = True
-        self.process.kill()
+        self.signal(signal.SIGKILL)
         self.process.wait(timeout=timeout_s)
         self._reader.join(timeout=timeout_s)
 
@@ -132,7 +151,7 @@ def stop_all(sessions: Iterable[SessionProcess], grace_s: float) -> None:
         try:
             session.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            session.process.kill()
+            session.signal(signal.SIGKILL)
             session.process.wait()
     for session in running:
         session.join(grace_s)

@@ -27,7 +27,6 @@ from typing import Any
 from eoslab.clock import now_ms, wait_until
 from eoslab.run_context import RunContext
 from eoslab.rundir import SessionInfo
-from eoslab.workload.clients import ProducerClient
 from eoslab.workload.ledger import read_journal, settle_killed_session
 from eoslab.workload.producer import SessionSpec
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
@@ -60,15 +59,12 @@ class Workload:
         spec: WorkloadSpec,
         context: RunContext,
         producer_config: dict[str, str | int | float | bool],
-        client: ProducerClient | None = None,
     ) -> None:
         self.spec = spec
         self.context = context
         self.run_dir = context.run_dir
         self.run_id = context.run_id
         self.producer_config = producer_config
-        self.client = client
-        """An older librdkafka for the producers; None: the workload's own."""
         self._sessions: SessionTable[SessionInfo] = SessionTable(
             "producer", spec.producers, WorkloadError
         )
@@ -252,6 +248,7 @@ class Workload:
             transactional_id=(
                 None if self.spec.transactions is None else self.transactional_ids[producer]
             ),
+            client=self.context.client,
         )
         info = SessionInfo(session_id=session_id, producer=producer, started_ms=now_ms())
 
@@ -275,7 +272,7 @@ class Workload:
                 spec.model_dump_json(),
                 self.run_dir.journal_dir / f"{session_id}.log",
                 on_exit=ended,
-                env=None if self.client is None else self.client.environment(),
+                client=self.context.client,
             ),
         )
         self._sessions.add(producer, session)

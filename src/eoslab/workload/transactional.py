@@ -33,7 +33,6 @@ whatever the broker does.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import sys
@@ -45,6 +44,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from eoslab.clock import now_ms
 from eoslab.rundir import Outcome, TxnOutcome
+from eoslab.workload.drivers.api import halt
 from eoslab.workload.plan import PlannedRecord
 from eoslab.workload.producer import ProducerSession, SessionSpec
 from eoslab.workload.spec import TransactionSpec
@@ -201,7 +201,7 @@ class TransactionalSession(ProducerSession):
         self.open_txn = {"txn": txn, "acked": acked, "left": left}
         self.state = FROZEN
         self._progress(done=False)
-        os.kill(os.getpid(), signal.SIGSTOP)
+        halt(signal.SIGSTOP)
         self.state = "superseded"
         self.superseded = True
 
@@ -259,6 +259,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, session.stop)
     signal.signal(ARM_FREEZE, session.arm_freeze)
     session.run()
+    session.client.close()
     return 0
 
 

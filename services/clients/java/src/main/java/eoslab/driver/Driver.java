@@ -1,0 +1,231 @@
+package eoslab.driver;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+
+/**
+ * eoslab's driver for Kafka's Java client: the lab's workload roles (the Python session
+ * processes) run their Kafka client through it. One driver process per session, a child of the
+ * session's process and in its process group (a kill -9 or a SIGSTOP of the session reaches
+ * both); it reads one command a line on stdin and writes replies and events on stdout, as
+ * {@code src/eoslab/workload/drivers/contract.py} specifies. It holds no application logic: what
+ * to send, when to commit, what a record's effect is, are the host's.
+ *
+ * <p>stdin closing means the host is gone: the driver halts at once, as a crash would, without
+ * flushing or closing anything.
+ */
+public final class Driver {
+  private static final int SNAPSHOTS_KEPT = 64;
+
+  private final BufferedReader in =
+      new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
+  private final Map<String, ProducerHandle> producers = new HashMap<>();
+  private final Map<String, ConsumerHandle> consumers = new HashMap<>();
+  private final Map<Long, ConsumerGroupMetadata> snapshots = new LinkedHashMap<>();
+  private long nextSnapshot = 1;
+
+  public static void main(String[] args) {
+    System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+    System.setProperty("org.slf4j.simpleLogger.showDateTime", "true");
+    Wire.start();
+    new Driver().serve(false);
+    Runtime.getRuntime().halt(0);
+  }
+
+  /** Commands until stdin closes, or (inside a rebalance callback) until {@code resume}. */
+  void serve(boolean untilResume) {
+    while (true) {
+      String line;
+      try {
+        line = in.readLine();
+      } catch (IOException e) {
+        line = null;
+      }
+      if (line == null) {
+        Runtime.getRuntime().halt(0);
+        return;
+      }
+      JsonNode command;
+      try {
+        command = Wire.JSON.readTree(line);
+      } catch (IOException e) {
+        System.err.println("eoslab driver: not a JSON command: " + line);
+        continue;
+      }
+      String op = command.path("op").asText();
+      if (op.equals("resume")) {
+        if (untilResume) {
+          return;
+        }
+        continue;
+      }
+      execute(op, command);
+    }
+  }
+
+  void serveUntilResume() {
+    serve(true);
+  }
+
+  private void execute(String op, JsonNode command) {
+    long id = command.path("id").asLong(-1);
+    String handle = command.path("handle").asText();
+    long timeoutMs = command.path("timeout_ms").asLong(30_000);
+    try {
+      switch (op) {
+        case "hello":
+          ObjectNode hello = Wire.object();
+          hello.put("client", "java");
+          hello.put("version", clientVersion());
+          Wire.reply(id, hello);
+          break;
+        case "producer":
+          producers.put(
+              handle,
+              new ProducerHandle(handle, properties(command.get("config")), command.path("stats_ms").asLong(0)));
+          Wire.reply(id, Wire.object());
+          break;
+        case "consumer":
+          Properties config = properties(command.get("config"));
+          if (Boolean.parseBoolean(config.getProperty(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"))) {
+            config.put(ConsumerConfig.INTERCEPTOR_CLASSES_CONFIG, CommitReporter.class.getName());
+            config.put(ConsumerConfig.CLIENT_ID_CONFIG, CommitReporter.CLIENT_ID_PREFIX + handle);
+          }
+          consumers.put(handle, new ConsumerHandle(handle, config, command.path("eof").asBoolean(), this));
+          Wire.reply(id, Wire.object());
+          break;
+        case "produce":
+          producers
+              .get(handle)
+              .produce(
+                  command.get("token").asLong(),
+                  command.get("topic").asText(),
+                  command.get("partition").asInt(),
+                  Wire.bytes(command.get("key")),
+                  Wire.bytes(command.get("value")));
+          break;
+        case "purge":
+          producers.get(handle).purge();
+          Wire.reply(id, Wire.object());
+          break;
+        case "close_producer":
+          producers.remove(handle).close(timeoutMs);
+          Wire.reply(id, Wire.object());
+          break;
+        case "init_transactions":
+        case "begin_transaction":
+        case "commit_transaction":
+        case "abort_transaction":
+        case "send_offsets_to_transaction":
+          producers.get(handle).call(id, op, timeoutMs, command, this);
+          break;
+        case "subscribe":
+          List<String> topics = new ArrayList<>();
+          command.get("topics").forEach(topic -> topics.add(topic.asText()));
+          consumers.get(handle).subscribe(topics);
+          Wire.reply(id, Wire.object());
+          break;
+        case "assign":
+          consumers.get(handle).assign(command.get("partitions"));
+          Wire.reply(id, Wire.object());
+          break;
+        case "consume":
+          Wire.reply(id, consumers.get(handle).consume(command.path("max").asInt(1), timeoutMs));
+          break;
+        case "commit":
+          Wire.reply(id, consumers.get(handle).commit(command.get("offsets")));
+          break;
+        case "committed":
+          Wire.reply(id, consumers.get(handle).committed(command.get("partitions"), timeoutMs));
+          break;
+        case "seek":
+          consumers.get(handle).seek(command.get("position"));
+          Wire.reply(id, Wire.object());
+          break;
+        case "pause":
+        case "resume_partitions":
+          consumers.get(handle).pause(command.get("partitions"), op.equals("pause"));
+          Wire.reply(id, Wire.object());
+          break;
+        case "watermarks":
+          Wire.reply(id, consumers.get(handle).watermarks(command.get("position"), timeoutMs));
+          break;
+        case "group_metadata":
+          Wire.reply(id, snapshot(consumers.get(handle).groupMetadata()));
+          break;
+        case "close_consumer":
+          consumers.remove(handle).close(timeoutMs);
+          Wire.reply(id, Wire.object());
+          break;
+        case "exit":
+          Runtime.getRuntime().halt(0);
+          break;
+        default:
+          throw new IllegalArgumentException("unknown command " + op);
+      }
+    } catch (RuntimeException failed) {
+      if (id >= 0) {
+        Wire.fail(id, Failure.of(failed, Failure.Context.CALL, null, false));
+      } else {
+        System.err.println("eoslab driver: " + op + ": " + failed);
+      }
+    }
+  }
+
+  /** The consumer's group metadata now, kept for a transactional producer's offsets. */
+  private ObjectNode snapshot(ConsumerGroupMetadata metadata) {
+    long id = nextSnapshot++;
+    snapshots.put(id, metadata);
+    Iterator<Long> oldest = snapshots.keySet().iterator();
+    while (snapshots.size() > SNAPSHOTS_KEPT) {
+      oldest.next();
+      oldest.remove();
+    }
+    ObjectNode answer = Wire.object();
+    answer.put("id", id);
+    answer.put("generation", metadata.generationId());
+    answer.put("member_id", metadata.memberId());
+    return answer;
+  }
+
+  ConsumerGroupMetadata groupMetadata(long id) {
+    ConsumerGroupMetadata metadata = snapshots.get(id);
+    if (metadata == null) {
+      throw new IllegalArgumentException("no consumer group metadata " + id);
+    }
+    return metadata;
+  }
+
+  /** The Kafka client release on the class path, as its jar says (kafka-version.properties). */
+  private static String clientVersion() {
+    Properties version = new Properties();
+    try (InputStream file = ConsumerConfig.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+      if (file != null) {
+        version.load(file);
+      }
+    } catch (IOException e) {
+      return "unknown";
+    }
+    return version.getProperty("version", "unknown");
+  }
+
+  private static Properties properties(JsonNode config) {
+    Properties properties = new Properties();
+    config.fields().forEachRemaining(entry -> properties.put(entry.getKey(), entry.getValue().asText()));
+    return properties;
+  }
+}

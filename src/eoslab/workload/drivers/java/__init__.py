@@ -1,0 +1,72 @@
+"""Kafka's Java client (``org.apache.kafka:kafka-clients``, any release on Maven Central) as a
+workload driver: the program in ``services/clients/java/`` (see its pom), built with Maven once
+per client version into ``.venv-clients/java-<version>/`` (its classes and the client's jars),
+rebuilt when its sources change. The Java client's exceptions reach the roles as librdkafka's
+errors (``services/clients/java/.../Failure.java`` lists the mapping); its configuration is
+librdkafka's, translated (:mod:`eoslab.workload.drivers.java.config`).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from eoslab.clients import ClientError, ClientLaunch
+from eoslab.settings import project_root
+from eoslab.workload.drivers.build import Build, clients_dir
+
+MAIN_CLASS = "eoslab.driver.Driver"
+JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-Xshare:auto")
+"""One JVM per session: a small heap and the serial collector keep a run of many sessions light."""
+
+
+def sources() -> Path:
+    return project_root() / "services" / "clients" / "java"
+
+
+def prepare(version: str, say: Callable[[str], None]) -> ClientLaunch:
+    """The Java driver for kafka-clients ``version``, built if it is not yet (one line said)."""
+    if shutil.which("java") is None or shutil.which("mvn") is None:
+        raise ClientError(f"java:{version}: the Java driver needs java and mvn on PATH")
+    folder = clients_dir() / f"java-{version}"
+    Build(folder, inputs=sources(), what=f"the Java driver for kafka-clients {version}").ensure(
+        lambda: _maven(version, folder), say, lambda output: failure_line(version, output)
+    )
+    classpath = f"{folder / 'classes'}:{folder / 'lib'}/*"
+    return ClientLaunch(
+        family="java",
+        version=version,
+        command=("java", *JVM_OPTIONS, "-cp", classpath, MAIN_CLASS),
+    )
+
+
+def _maven(version: str, folder: Path) -> list[str]:
+    pom = sources() / "pom.xml"
+    settings = project_root() / "services" / "maven-settings.xml"
+    return [
+        "mvn", "-q", "-B", "--no-transfer-progress", "-Dstyle.color=never",
+        "-s", str(settings), "-f", str(pom),
+        f"-Dkafka.version={version}", f"-Ddriver.dir={folder}",
+        "compile", "dependency:copy-dependencies",
+    ]  # fmt: skip
+
+
+def failure_line(version: str, output: str) -> str:
+    """Maven's failure as one line: the version missing from the registry, or what broke."""
+    clean = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", output)
+    if re.search(rf"kafka-clients:jar:{re.escape(version)}\b", clean) or (
+        "Could not resolve dependencies" in clean and version in clean
+    ):
+        return (
+            f"java:{version}: org.apache.kafka:kafka-clients {version} is not on Maven Central "
+            "(or Maven Central is not reachable)"
+        )
+    errors = [line for line in clean.splitlines() if line.startswith("[ERROR]") and ".java" in line]
+    if errors:
+        return f"java:{version}: the driver does not compile against kafka-clients {version}: {errors[0]}"
+    lines = [line for line in clean.splitlines() if line.strip()]
+    return (
+        f"java:{version}: Maven could not build the driver: {lines[-1] if lines else 'no output'}"
+    )

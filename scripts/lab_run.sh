@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 MATRIX=${MATRIX:-default}
 # TARGETS=kafka,refbroker (make lab TARGETS=...): only these targets come up and run
 if [ -n "${TARGETS:-}" ]; then export EOSLAB_TARGETS=$TARGETS; fi
+# CLIENTS=java,librdkafka (make lab CLIENTS=...): only the cells of these clients run
+if [ -n "${CLIENTS:-}" ]; then export EOSLAB_CLIENTS=$CLIENTS; fi
 EOSLAB=.venv/bin/eoslab
 PYTHON=.venv/bin/python
 

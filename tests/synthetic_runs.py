@@ -123,13 +123,15 @@ def make_run(
     kill_took_effect: bool = True,
     transactional: bool = False,
     history: bool = True,
+    client: str | None = None,
 ) -> Path:
     """A finished run with two faults (lost acks through the proxy, a kill); ``checked`` False
     leaves no verdict (as when the checker crashed); with a ``mode`` it had a consumer
     workload in that mode; ``kill_took_effect`` False makes it invalid (the kill found its
     broker dead already); ``transactional``: its producers were transactional, read
-    read_committed; ``history`` False leaves its history empty (nothing acked to plot)."""
-    run_id = f"{cell_name(scenario, mode)}-{target}-{started_ms}"
+    read_committed; ``history`` False leaves its history empty (nothing acked to plot);
+    ``client`` the client its roles ran when not the workload's librdkafka (``java:3.9.2``)."""
+    run_id = f"{cell_name(scenario, mode, client)}-{target}-{started_ms}"
     run = RunDir.for_run(run_id, root).create()
     info = RunInfo(
         run_id=run_id,
@@ -141,7 +143,9 @@ def make_run(
         seed=0,
         started_ms=started_ms,
         ended_ms=started_ms + 2_500,
-        librdkafka=LIBRDKAFKA,
+        librdkafka=LIBRDKAFKA if client is None else None,
+        client=client,
+        client_version=client or f"librdkafka:{LIBRDKAFKA}",
         broker_version=broker_version(target),  # type: ignore[arg-type]
         expected=expected or {},
         consumption=None

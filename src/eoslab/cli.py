@@ -38,6 +38,7 @@ from eoslab.runtime.topology import LabConfig, parse_targets
 from eoslab.scenarios import command as scenarios_command
 from eoslab.settings import TARGETS, BasePort, runs_root
 from eoslab.verify import command as verify_command
+from eoslab.workload.drivers import command as clients_command
 
 WARMUP_MODULE = "eoslab.verify.warmup"
 """Run as a module, not imported: the CLI starts without pyspark."""
@@ -56,6 +57,11 @@ app.add_typer(scenarios_command.app, name="scenarios", help="The scenario catalo
 app.command("run")(scenarios_command.run)
 app.command("verify")(verify_command.verify)
 app.add_typer(report_app, name="report", help="Reports: HTML, summary.json, junit.xml.")
+app.add_typer(
+    clients_command.app,
+    name="clients",
+    help="The Kafka clients every role runs on (librdkafka, Kafka's Java client, franz-go).",
+)
 app.add_typer(
     orchestrate_app, name="orchestrate", help="Airflow in the lab: the matrix now, its environment."
 )

@@ -465,6 +465,24 @@ class GxOutcome(BaseModel):
     data_docs: str | None
 
 
+CHECKER_DISAGREES = "checker_disagrees"
+"""Why a verdict is invalid when the checker disagrees with itself (a checker bug: no cell may
+be green on it)."""
+
+
+class NaiveAgreement(BaseModel):
+    """The naive checker run beside Spark on the same run (:mod:`eoslab.verify.naive`, from the
+    copies of the topics the check kept): every count both computed, and each that differs
+    (Spark's count, then the naive checker's)."""
+
+    compared: list[str]
+    differences: dict[str, list[int]] = Field(default_factory=dict)
+
+    @property
+    def agrees(self) -> bool:
+        return not self.differences
+
+
 class VerdictLinks(BaseModel):
     anomalies: dict[str, str]
     metrics: str
@@ -513,6 +531,8 @@ class Verdict(BaseModel):
     checks: list[Check]
     mismatches: list[Check]
     gx: GxOutcome
+    naive: NaiveAgreement | None = None
+    """The naive checker beside Spark; None when it did not run (a run too large for it)."""
     links: VerdictLinks
 
 

@@ -11,6 +11,9 @@ EOSLAB_LAB_DIR             the lab's state folder (default: ``.lab/`` in the che
 EOSLAB_PORT_OFFSET         added to every base port, for a second lab beside the first
 EOSLAB_TARGETS             the targets ``eoslab lab up`` brings up, comma-separated (default:
                            every lab target: ``kafka,kafka4,refbroker``)
+EOSLAB_CLIENTS             the clients a matrix runs (``make lab CLIENTS=...``), comma-separated:
+                           ``java:3.9.2``, a family (``java``), ``librdkafka`` (the workload's
+                           own); default: every client of the matrix
 EOSLAB_WITH_AIRFLOW        ``0`` leaves Airflow out of ``eoslab lab up``
 EOSLAB_WITH_POSTGRES       ``0`` leaves the consumers' PostgreSQL out of ``eoslab lab up``
 EOSLAB_WITH_SPARK_CONNECT  ``0`` leaves the warm Spark (Spark Connect) out of ``eoslab lab up``
@@ -37,6 +40,7 @@ HOME = "EOSLAB_HOME"
 LAB_DIR = "EOSLAB_LAB_DIR"
 PORT_OFFSET = "EOSLAB_PORT_OFFSET"
 TARGETS = "EOSLAB_TARGETS"
+CLIENTS = "EOSLAB_CLIENTS"
 WITH_AIRFLOW = "EOSLAB_WITH_AIRFLOW"
 WITH_POSTGRES = "EOSLAB_WITH_POSTGRES"
 WITH_SPARK_CONNECT = "EOSLAB_WITH_SPARK_CONNECT"
@@ -192,3 +196,8 @@ def spark_remote() -> str | None:
 
 def runtime_name() -> str:
     return os.environ.get(RUNTIME, "local")
+
+
+def matrix_clients() -> list[str]:
+    """$EOSLAB_CLIENTS as a list (empty: every client of the matrix)."""
+    return [name.strip() for name in os.environ.get(CLIENTS, "").split(",") if name.strip()]

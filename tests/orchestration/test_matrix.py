@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from eoslab.orchestration.matrix import DEFAULT_RECORDS, END_TO_END, Cell, MatrixError, plan
+from eoslab.orchestration.matrix import (
+    CONSUMER_CLIENTS,
+    DEFAULT_RECORDS,
+    END_TO_END,
+    FRANZ_GO,
+    JAVA,
+    MATRIX_CLIENTS,
+    Cell,
+    MatrixError,
+    plan,
+)
 from eoslab.rundir import LAB_TARGETS
 from eoslab.scenarios.catalogue import catalogue, load_scenario
 
@@ -13,7 +23,7 @@ def test_the_default_matrix_covers_both_halves_on_every_target_with_their_negati
     None
 ):
     cells = plan({"matrix": "default"})
-    assert len(cells) <= 8  # make lab stays quick
+    assert len(cells) <= 9  # make lab stays quick
     assert {c.target for c in cells} == set(LAB_TARGETS)
     for target in LAB_TARGETS:
         halves = {c.mode is None for c in cells if c.target == target}
@@ -21,8 +31,14 @@ def test_the_default_matrix_covers_both_halves_on_every_target_with_their_negati
     assert ("no-idempotence", None) in {(c.scenario, c.mode) for c in cells}
     assert ("consumer-crash-before-commit", "commit-after") in {(c.scenario, c.mode) for c in cells}
     assert {c.records for c in cells} == {DEFAULT_RECORDS}
+    assert ("lost-acks", "kafka4", JAVA) in {(c.scenario, c.target, c.client) for c in cells}
+    assert FRANZ_GO in {c.client for c in cells}
     narrowed = plan({"matrix": "default", "targets": ["refbroker"]})
     assert narrowed == [c for c in cells if c.target == "refbroker"]
+    java_only = plan({"matrix": "default", "clients": ["java"]})
+    assert java_only == [c for c in cells if c.client == JAVA]
+    own_only = plan({"matrix": "default", "clients": ["librdkafka"]})
+    assert own_only == [c for c in cells if c.client is None]
 
 
 def test_the_full_matrix_runs_every_consumer_scenario_in_each_of_its_modes() -> None:
@@ -43,6 +59,20 @@ def test_the_full_matrix_runs_every_consumer_scenario_in_each_of_its_modes() -> 
                 assert Cell(name, target, None, mode) in cells
                 for client in scenario.clients:
                     assert Cell(name, target, None, mode, client) in cells
+                if not scenario.every_client:
+                    continue
+                for client in CONSUMER_CLIENTS if mode else MATRIX_CLIENTS:
+                    assert Cell(name, target, None, mode, client) in cells
+    consumer_clients = {c.client for c in cells if c.mode is not None}
+    assert consumer_clients == {None, *CONSUMER_CLIENTS}
+    assert not {c.client for c in cells if c.scenario == "inflight-6"} - {None}
+
+
+def test_a_request_names_the_clients_it_runs() -> None:
+    cells = plan({"matrix": "full", "scenarios": ["lost-acks"], "clients": ["java:4.4.0"]})
+    assert {c.client for c in cells} == {"java:4.4.0"}
+    with pytest.raises(MatrixError, match="unknown client library 'cobol'"):
+        plan({"matrix": "full", "clients": ["cobol:1"]})
 
 
 def test_explicit_modes_pair_any_scenario_with_consumers() -> None:

@@ -366,6 +366,8 @@ def test_the_nightly_page_lists_the_versions_tested(tmp_path: Path) -> None:
             make_run(runs, "baseline", "kafka"),
             make_run(runs, "baseline", "kafka4"),
             make_run(runs, "baseline", "refbroker"),
+            make_run(runs, "lost-acks", "kafka4", client="java:3.9.2"),
+            make_run(runs, "lost-acks", "kafka", client="franz-go:v1.22.2"),
         ],
         name=NIGHTS[0],
         reports=tmp_path / "reports",
@@ -374,8 +376,11 @@ def test_the_nightly_page_lists_the_versions_tested(tmp_path: Path) -> None:
         "kafka": ["Kafka 3.9.2 (ZooKeeper)"],
         "kafka4": ["Kafka 4.4.0 (KRaft)"],
         "refbroker": ["reference broker, kafka-3.9 rules"],
-        "librdkafka": ["2.16.1"],
+        "clients": ["franz-go:v1.22.2", "java:3.9.2", "librdkafka:2.16.1"],
     }
+    cells = page.read_text().split('<table id="cells">')[1].split("</table>")[0]
+    assert '<td class="label">lost-acks_java-3.9.2</td><td>kafka4</td>' in cells
+    assert '<td class="client">java:3.9.2</td>' in cells
     table = page.read_text().split('<table id="versions">')[1].split("</table>")[0]
     assert "<td>kafka4</td><td>Kafka 4.4.0 (KRaft)</td>" in table
     assert broker_version("refbroker", "kafka-2.0") == "reference broker, kafka-2.0 rules"

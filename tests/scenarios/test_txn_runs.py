@@ -40,6 +40,7 @@ def run_and_check(
     target: str,
     *,
     records: int | None = None,
+    client: str | None = None,
 ) -> tuple[RunResult, Verdict]:
     """The scenario on ``target`` (``records``: fewer than its file's), checked: it ran without a
     problem, every step of its timeline took effect, it conforms, and the naive checker agrees
@@ -51,6 +52,7 @@ def run_and_check(
         config=lab.config,
         runs_root=tmp_path,
         records=records,
+        client=client,
         show_progress=False,
     )
     assert result.problems == []
@@ -219,17 +221,19 @@ def copier_batches(run_dir: RunDir) -> list[dict[str, object]]:
 
 
 # Kafka 4: nightly (make test's time; its Java 4.4 copier copies with transaction version 2 in
-# tests/refbroker/test_txn_java_client_4.py)
-@pytest.mark.parametrize("target", ["kafka", "refbroker"])
+# tests/refbroker/test_txn_java_client_4.py). On the reference broker every role (the input's
+# transactional producer, the readers, the copiers) runs on Kafka's Java client.
+@pytest.mark.parametrize(("target", "client"), [("kafka", None), ("refbroker", "java:3.9.2")])
 def test_txn_copy_coordinator_kill_copies_exactly_once(
-    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, target: str, client: str | None
 ) -> None:
     # the reference broker is back within a second of its restart: half the input (20 s of it)
     # still flows after; a Kafka broker takes 10-20 s, so Kafka gets the whole 40 s
     fewer = 500 if target == "refbroker" else None
     result, verdict = run_and_check(
-        lab, spark, tmp_path, "txn-copy-coordinator-kill", target, records=fewer
+        lab, spark, tmp_path, "txn-copy-coordinator-kill", target, records=fewer, client=client
     )
+    assert result.info.client == client
     (kill,) = result.info.faults
     assert kill.took_effect, kill.evidence
     (restarted,) = [

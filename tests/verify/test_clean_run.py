@@ -57,6 +57,10 @@ def test_the_negative_control_fails_on_a_clean_topic(
     assert verdict["gx"]["success"] is True
     assert verdict["gx"]["agrees_with_anomalies"] is True
     assert [e["success"] for e in verdict["gx"]["expectations"]] == [True] * 8
+    # the naive checker ran beside Spark, on the copy of the topic this check kept
+    assert verdict["naive"]["differences"] == {}
+    assert {"lost", "duplicate", "reorder", "gap", "phantom"} <= set(verdict["naive"]["compared"])
+    assert "naive checker beside Spark: agrees" in result.output
     assert Path(verdict["links"]["data_docs"]).is_file()
     metrics = json.loads(clean.metrics_json.read_text())
     assert metrics["records"] == 3 * 30 + 1 + 20

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from eoslab.fault_events import FaultEffect
-from eoslab.rundir import GxOutcome, RunInfo, VerdictLinks, VerdictStatus
+from eoslab.rundir import (
+    ExpectationOutcome,
+    GxOutcome,
+    NaiveAgreement,
+    RunInfo,
+    VerdictLinks,
+    VerdictStatus,
+)
 from eoslab.verify.verdict import (
     ExpectationError,
     build_verdict,
@@ -67,6 +74,35 @@ def test_a_fault_without_effect_makes_the_run_invalid_whatever_the_checks_say() 
             assert not verdict.conforms
             assert verdict.invalid == [reason]
             assert verdict.status.exit_code == 3
+
+
+def test_a_checker_that_disagrees_with_itself_makes_the_run_invalid() -> None:
+    """A GX expectation that does not agree with its anomaly table, or a count the naive checker
+    makes differently from Spark, is a checker bug: invalid, never green, however the checks
+    came out."""
+    clean = judge(expected_checks({}), {}, {})
+    blind = ExpectationOutcome(
+        suite="producer_exactly_once",
+        type="expect_column_values_to_be_unique",
+        check="duplicate",
+        success=True,
+        unexpected=0,
+        anomalies=["duplicate"],
+        agrees=False,
+    )
+    gx = NO_GX.model_copy(update={"agrees_with_anomalies": False, "expectations": [blind]})
+    verdict = build_verdict(INFO, checks=clean, gx=gx, links=NO_LINKS)
+    assert verdict.status is VerdictStatus.INVALID
+    assert verdict.invalid == ["checker_disagrees: GX and the anomaly tables disagree on duplicate"]
+    naive = NaiveAgreement(compared=["lost", "duplicate"], differences={"lost": [0, 2]})
+    verdict = build_verdict(INFO, checks=clean, gx=NO_GX, links=NO_LINKS, naive=naive)
+    assert verdict.status is VerdictStatus.INVALID
+    assert verdict.invalid == ["checker_disagrees: lost is 0 by Spark and 2 by the naive checker"]
+    agreeing = NaiveAgreement(compared=["lost", "duplicate"])
+    verdict = build_verdict(INFO, checks=clean, gx=NO_GX, links=NO_LINKS, naive=agreeing)
+    assert verdict.status is VerdictStatus.CONFORMS
+    assert verdict.naive is not None
+    assert verdict.naive.agrees
 
 
 @pytest.mark.parametrize(

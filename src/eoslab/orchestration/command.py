@@ -31,7 +31,7 @@ from eoslab.rundir import LAB_TARGETS
 from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
-from eoslab.settings import reports_root, runs_root
+from eoslab.settings import matrix_clients, reports_root, runs_root
 
 app = typer.Typer(
     help="Airflow in the lab: the matrix now, the lab's Airflow environment.", no_args_is_help=True
@@ -61,6 +61,15 @@ def matrix(
         ),
     ] = None,
     records: Annotated[int | None, count_option("Records per cell.")] = None,
+    clients: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--client",
+            help="Only the cells of these clients (java:3.9.2, franz-go:v1.22.2, a family: java, "
+            "or librdkafka for the workload's own; the full matrix runs these instead of its "
+            "default clients). Default: EOSLAB_CLIENTS, comma-separated, else every one.",
+        ),
+    ] = None,
     probe_flows: Annotated[
         list[str] | None,
         typer.Option(
@@ -80,6 +89,7 @@ def matrix(
         "matrix": which,
         "scenarios": scenarios or [],
         "targets": targets or list(LabConfig().targets),
+        "clients": clients or matrix_clients(),
         # make conformance diffs every flow; make lab stays quick
         "probe_diffs": which == "full" or bool(probe_flows),
         "probe_flows": probe_flows or [],

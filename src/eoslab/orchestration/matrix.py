@@ -6,10 +6,15 @@ target (:data:`DEFAULT_CELLS`): on each target one fault the idempotent producer
 (lost acks) and the consumer half's crash between an effect and its commit, and on Kafka 3.9
 each half's negative control: no idempotence (duplicates) and commit-after (a doubled effect).
 Kafka 4's consumer cell uses KIP-848's group protocol, the reference broker's and Kafka 4's
-consumers a PROCESSED_MESSAGE table (dedup-table), so no effect may double there. The full matrix
-is every catalogue scenario on every target it names, each consumer scenario in every mode it
-names, each scenario that names older clients once per client, and a few producer scenarios
-paired with consumers (:data:`END_TO_END`: exactly-once from the producer to the sink).
+consumers a PROCESSED_MESSAGE table (dedup-table), so no effect may double there; and lost acks
+once on Kafka's Java client (Kafka 4) and once on franz-go (Kafka 3.9). The full matrix is every
+catalogue scenario on every target it names, each consumer scenario in every mode it names, on
+the workload's own librdkafka and on every client of :data:`MATRIX_CLIENTS` where it applies
+(the consumer half on :data:`CONSUMER_CLIENTS`; a scenario about one client's behaviour or played
+by the probe says ``every_client: false``), each scenario that names other clients once per
+client, and a few producer scenarios paired with consumers (:data:`END_TO_END`: exactly-once from
+the producer to the sink). A request's ``clients`` narrows any matrix to those clients
+(``librdkafka`` is the workload's own).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from eoslab.clients import ClientError, parse_client
 from eoslab.rundir import (
     HANDLER_MODES,
     LAB_TARGETS,
@@ -33,6 +39,14 @@ END_TO_END: dict[str, tuple[HandlerMode, ...]] = {
     "leader-kill": ("idempotent",),
 }
 """Producer scenarios the full matrix also runs with consumers, in these modes."""
+JAVA = "java:3.9.2"
+FRANZ_GO = "franz-go:v1.22.2"
+MATRIX_CLIENTS: tuple[str, ...] = (JAVA, FRANZ_GO)
+"""Clients the full matrix runs every scenario's roles on, beside the workload's librdkafka."""
+CONSUMER_CLIENTS: tuple[str, ...] = (JAVA,)
+"""Of those, the ones the full matrix runs the consumer half on (group consumers, sinks)."""
+OWN_CLIENT = "librdkafka"
+"""How a request's ``clients`` names the workload's own librdkafka."""
 DEFAULT_RECORDS = 1500
 MATRICES = ("default", "full")
 
@@ -51,7 +65,7 @@ class Cell:
     mode: HandlerMode | None = None
     """The consumers' handler mode; None: producers only."""
     client: str | None = None
-    """An older librdkafka for the producers (a scenario's ``clients``); None: the workload's."""
+    """The client the roles run (``java:3.9.2``); None: the workload's own librdkafka."""
     group_protocol: GroupProtocol = "classic"
     """The consumers' group protocol (``consumer``: KIP-848, Kafka 4 only)."""
 
@@ -72,6 +86,8 @@ DEFAULT_CELLS: tuple[Cell, ...] = (
     Cell("consumer-crash-before-commit", "kafka4", mode="dedup-table", group_protocol="consumer"),
     Cell("lost-acks", "refbroker"),
     Cell("consumer-crash-before-commit", "refbroker", mode="dedup-table"),
+    Cell("lost-acks", "kafka4", client=JAVA),
+    Cell("lost-acks", "kafka", client=FRANZ_GO),
 )
 """The default matrix, its records set by the request."""
 
@@ -80,9 +96,11 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
     """The cells of a matrix request (a DAG run's conf): ``matrix`` "default" or "full", or
     explicit ``scenarios``; optional ``targets`` to narrow them, ``modes`` to run every chosen
     scenario with consumers in those handler modes instead of its own, and ``records`` per cell
-    (the default matrix uses :data:`DEFAULT_RECORDS` unless told otherwise). A scenario that
-    names older clients gets a cell per client too (not with ``modes``); a cell with consumers
-    on Kafka 4 runs once per group protocol (classic and KIP-848's)."""
+    (the default matrix uses :data:`DEFAULT_RECORDS` unless told otherwise), ``clients`` to
+    keep only the cells of these clients (``librdkafka``: the workload's own; a family keeps
+    every release of it; in the full matrix, these clients instead of :data:`MATRIX_CLIENTS`).
+    A scenario that names other clients gets a cell per client too (not with ``modes``); a
+    cell with consumers on Kafka 4 runs once per group protocol (classic and KIP-848's)."""
     matrix = request.get("matrix", "default")
     if matrix not in MATRICES:
         raise MatrixError(f"unknown matrix {matrix!r}; choose one of {', '.join(MATRICES)}")
@@ -104,21 +122,53 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
         raise MatrixError(f"modes must be among {HANDLER_MODES}, not {modes}")
     default_records = DEFAULT_RECORDS if matrix == "default" else None
     records = request.get("records", default_records)
+    wanted = _clients(request.get("clients") or [])
     if matrix == "default" and not explicit and not modes:
-        return [replace(cell, records=records) for cell in DEFAULT_CELLS if cell.target in targets]
+        return [
+            replace(cell, records=records)
+            for cell in DEFAULT_CELLS
+            if cell.target in targets and _among(cell.client, wanted)
+        ]
+    extra = [c for c in wanted if c != OWN_CLIENT] if wanted else list(MATRIX_CLIENTS)
     cells = []
     for name in scenarios:
         scenario = load_scenario(known[name])
         runs: list[HandlerMode | None] = list(modes) or scenario.run_modes
         if matrix == "full" and not modes:
             runs += END_TO_END.get(name, ())
-        clients: list[str | None] = [None, *([] if modes else scenario.clients)]
-        cells += [
-            Cell(name, target, records, mode, client, protocol)
-            for target in targets
-            if target in scenario.targets
-            for mode in runs
-            for client in clients
-            for protocol in scenario.group_protocols(target, mode)
-        ]
+        named: list[str | None] = [None, *([] if modes else scenario.clients)]
+        for mode in runs:
+            clients = list(named)
+            if matrix == "full" and scenario.every_client:
+                clients += [
+                    c for c in extra if c not in clients and (mode is None or c in CONSUMER_CLIENTS)
+                ]
+            cells += [
+                Cell(name, target, records, mode, client, protocol)
+                for target in targets
+                if target in scenario.targets
+                for client in clients
+                if _among(client, wanted)
+                for protocol in scenario.group_protocols(target, mode)
+            ]
     return cells
+
+
+def _clients(names: list[str]) -> list[str]:
+    """A request's clients, canonical (``librdkafka`` and bare families kept as they are)."""
+    try:
+        return [
+            name if name in (OWN_CLIENT, "java", "franz-go") else str(parse_client(name))
+            for name in names
+        ]
+    except ClientError as error:
+        raise MatrixError(str(error)) from None
+
+
+def _among(client: str | None, wanted: list[str]) -> bool:
+    """Whether a cell's client is among the request's (every client when none are named)."""
+    if not wanted:
+        return True
+    if client is None:
+        return OWN_CLIENT in wanted
+    return client in wanted or parse_client(client).family in wanted

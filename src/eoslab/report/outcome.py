@@ -50,6 +50,9 @@ class Status(StrEnum):
     ERROR = "error"
 
 
+NOT_RECORDED = "not recorded"
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """A run's identity, verdict and figures (empty figures when the checker did not finish)."""
@@ -62,10 +65,12 @@ class RunOutcome:
     mode: str | None = None
     """The consumer workload's handler mode; None when the run had none."""
     client: str | None = None
-    """The older librdkafka a scenario asked for; None: the workload's own."""
+    """The client the roles ran when not the workload's own librdkafka (``java:3.9.2``)."""
     group_protocol: str = "classic"
     """The consumers' group protocol (``consumer``: KIP-848)."""
     librdkafka: str | None = None
+    client_version: str | None = None
+    """What the roles ran, ``<family>:<version>`` (None: a run from before it was recorded)."""
     broker_version: str | None = None
     """What the target ran (run.json); None: not recorded."""
     faults: list[dict[str, Any]] = field(default_factory=list)
@@ -80,6 +85,8 @@ class RunOutcome:
     mismatches: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     gx: dict[str, Any] = field(default_factory=dict)
+    naive: dict[str, Any] | None = None
+    """The naive checker beside Spark (``compared``, ``differences``); None: not run."""
     data_docs: str | None = None
     error: str | None = None
 
@@ -93,6 +100,13 @@ class RunOutcome:
     def label(self) -> str:
         """The scenario, with the consumers' handler mode when the run had consumers."""
         return cell_name(self.scenario, self.mode, self.client, self.group_protocol)
+
+    @property
+    def client_ran(self) -> str:
+        """The client the roles ran, as the report names it (``java:3.9.2``)."""
+        if self.client_version is not None:
+            return self.client_version
+        return f"librdkafka:{self.librdkafka}" if self.librdkafka else NOT_RECORDED
 
     @property
     def cell(self) -> tuple[str, str]:
@@ -141,6 +155,7 @@ def load_outcome(run_dir: Path) -> RunOutcome:
         if info.consumption is None
         else info.consumption.group_protocol,
         "librdkafka": info.librdkafka,
+        "client_version": info.client_version,
         "broker_version": info.broker_version,
         "faults": [fault.model_dump() for fault in info.faults],
         "started_ms": info.started_ms,
@@ -166,6 +181,7 @@ def load_outcome(run_dir: Path) -> RunOutcome:
         mismatches=[check.model_dump() for check in verdict.mismatches],
         metrics=metrics,
         gx=verdict.gx.model_dump(),
+        naive=None if verdict.naive is None else verdict.naive.model_dump(),
         data_docs=verdict.links.data_docs,
     )
 

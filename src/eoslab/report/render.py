@@ -34,7 +34,14 @@ from eoslab.report.history import (
     window,
 )
 from eoslab.report.junit import junit_xml
-from eoslab.report.outcome import HALVES, RunOutcome, Status, latest_per_cell, load_outcome
+from eoslab.report.outcome import (
+    HALVES,
+    NOT_RECORDED,
+    RunOutcome,
+    Status,
+    latest_per_cell,
+    load_outcome,
+)
 from eoslab.report.plots import (
     anomaly_map_svg,
     consumer_figure_svg,
@@ -237,6 +244,7 @@ def write_nightly_report(
                 "scenario": o.scenario,
                 "mode": o.mode,
                 "client": o.client,
+                "client_ran": o.client_ran,
                 "group_protocol": o.group_protocol,
                 "target": o.target,
                 "status": o.status.value,
@@ -265,19 +273,17 @@ def write_nightly_report(
     return index
 
 
-NOT_RECORDED = "not recorded"
-
-
 def versions_tested(outcomes: list[RunOutcome]) -> dict[str, list[str]]:
     """What the night tested, as its runs recorded it: per target what it ran (the Kafka
-    release, the reference broker's rule sets), and every librdkafka the producers ran."""
+    release, the reference broker's rule sets), and every client the roles ran
+    (``librdkafka:2.16.0``, ``java:3.9.2``, ``franz-go:v1.22.2``)."""
     tested: dict[str, set[str]] = {}
     for outcome in outcomes:
         tested.setdefault(outcome.target, set()).add(outcome.broker_version or NOT_RECORDED)
-    clients = {o.librdkafka for o in outcomes if o.librdkafka}
+    clients = {o.client_ran for o in outcomes}
     return {
         **{target: sorted(ran) for target, ran in sorted(tested.items())},
-        "librdkafka": sorted(clients) or [NOT_RECORDED],
+        "clients": sorted(clients) or [NOT_RECORDED],
     }
 
 

@@ -170,7 +170,12 @@ def run(
     ] = None,
     client: Annotated[
         str | None,
-        typer.Option(help="An older librdkafka for the producers, one the scenario names."),
+        typer.Option(
+            help="The client every role runs: java:3.9.2 (Kafka's Java client, any release on "
+            "Maven Central), franz-go:v1.22.2 (any franz-go module version), librdkafka:2.2.0 "
+            "(an older librdkafka make setup installs); built on first use. Default: the "
+            "workload's own librdkafka."
+        ),
     ] = None,
     group_protocol: Annotated[
         GroupProtocol | None,

@@ -216,6 +216,11 @@ class Scenario(BaseModel):
                 raise ValueError(f"{name}: not a librdkafka release the lab has ({known})")
         return names
 
+    every_client: bool = Field(
+        True,
+        description="the full matrix runs the scenario on every client of the lab; false for a "
+        "scenario about one client's behaviour, or whose subject the probe plays",
+    )
     nemesis: list[AnyStep] = Field(default_factory=list)
     expected: ScenarioExpected = Field(default_factory=ScenarioExpected)
     timeout_s: float = Field(120.0, gt=0, le=3600, description="bound on the whole run")

@@ -15,6 +15,12 @@ its transaction ledger beside the read of the consumer under test, the transacti
 Everything it writes goes under ``RUN_DIR/checker/`` (replaced on every check): the anomaly
 tables (Parquet, one folder per anomaly), ``metrics.json``, the GX context with its Data Docs
 (``gx/``) and ``verdict.json``.
+
+The checker must agree with itself: every GX expectation with the anomaly tables it stands for,
+and, on a run of at most :data:`NAIVE_BESIDE_RECORDS` sends, the naive checker
+(:mod:`eoslab.verify.naive`, a second implementation in plain Python, run on the copies of the
+topics this check kept) with Spark on every count both compute. Where they disagree the verdict
+is invalid (``checker_disagrees``): a checker bug must not leave a green cell.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from eoslab.rundir import (
     EPOCH_BUMPS,
     FOREIGN,
     ConsumptionInfo,
+    NaiveAgreement,
     RunDir,
     RunInfo,
     TransactionsInfo,
@@ -48,6 +55,7 @@ from eoslab.verify import (
     consumer_anomalies,
     copy_anomalies,
     metrics,
+    naive,
     suites,
     txn_anomalies,
 )
@@ -82,6 +90,9 @@ from eoslab.verify.verdict import (
 )
 
 EMPTY_PART = "part-00000-empty.parquet"
+NAIVE_BESIDE_RECORDS = 20_000
+"""Runs of at most this many sends get the naive checker beside Spark (well under a second at
+the matrix's sizes; far longer than Spark at the soak's)."""
 
 
 class Stopwatch:
@@ -238,6 +249,23 @@ def _session(
         yield build_session(master)
 
 
+def _naive_beside(run: RunDir, counts: dict[str, int]) -> NaiveAgreement | None:
+    """The naive checker on the same run, from the copies of its topics this check kept, held
+    against Spark's counts; None for a run too large for it (:data:`NAIVE_BESIDE_RECORDS`)."""
+    if run.history_rows() > NAIVE_BESIDE_RECORDS:
+        return None
+    naive_counts = naive.check(run.path, kept=True).counts
+    compared = sorted(set(counts) & set(naive_counts))
+    return NaiveAgreement(
+        compared=compared,
+        differences={
+            name: [counts[name], naive_counts[name]]
+            for name in compared
+            if counts[name] != naive_counts[name]
+        },
+    )
+
+
 def _check(
     run: RunDir,
     info: RunInfo,
@@ -320,6 +348,8 @@ def _check(
             gx_report = suites.validate(
                 frames, run.checker_dir, counts, evaluate_once=not small_run(run.history_rows())
             )
+        with phases("naive checker"):
+            beside = _naive_beside(run, counts)
         figures["check_phases_s"] = phases.seconds
         run.metrics_json.write_text(json.dumps(figures, indent=2) + "\n")
         observed = {
@@ -332,6 +362,7 @@ def _check(
             info,
             checks=judge(expected, observed, examples),
             gx=gx_report,
+            naive=beside,
             links=VerdictLinks(
                 anomalies={name: str(run.anomaly_dir(name)) for name in tables},
                 metrics=str(run.metrics_json),

@@ -135,6 +135,14 @@ def print_verdict(verdict: Verdict) -> None:
         + f"; Data Docs: {verdict.links.data_docs}",
         soft_wrap=True,  # a path is not wrapped
     )
+    if verdict.naive is not None:
+        console.print(
+            f"naive checker beside Spark: agrees on {len(verdict.naive.compared)} counts"
+            if verdict.naive.agrees
+            else "naive checker beside Spark: [red]disagrees[/] on "
+            + ", ".join(sorted(verdict.naive.differences)),
+            highlight=False,
+        )
     for fault in verdict.faults:
         mark = "[green]took effect[/]" if fault.took_effect else "[red]NO EFFECT[/]"
         console.print(f"fault {fault.summary}  {mark}", highlight=False)

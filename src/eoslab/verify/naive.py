@@ -2,7 +2,9 @@
 
 It exists as the benchmark's comparison point for the Spark checker, and computes the very same
 counts (see :mod:`eoslab.verify.anomalies` for the definitions): a second, independent
-implementation the tests hold the Spark one against. A run with a consumer workload gets the
+implementation the Spark one is held against — by the tests, and by every check of a small run
+(:func:`eoslab.verify.checker.verify_run` runs it beside Spark on the copies of the topics the
+check kept, ``kept=True``, and a disagreement makes the verdict invalid). A run with a consumer workload gets the
 consumer half's counts as well (:mod:`eoslab.verify.naive_consumer`), a run with transactional
 producers the transactions' (:mod:`eoslab.verify.naive_txn`), a run with a copier stage the
 copy's (:mod:`eoslab.verify.naive_copy`).
@@ -16,6 +18,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -29,7 +32,7 @@ from eoslab.verify.naive_consumer import (
     read_processings,
     read_sink_effects,
 )
-from eoslab.verify.naive_copy import count_copy_anomalies, read_copies
+from eoslab.verify.naive_copy import count_copy_anomalies, parse_copy, read_copies
 from eoslab.verify.naive_txn import (
     aborted_records,
     count_txn_anomalies,
@@ -111,6 +114,25 @@ def read_log(
         return [r for p in sorted(by_partition) for r in by_partition[p]], foreign
     finally:
         consumer.close()
+
+
+def read_kept_log(topic_dir: Path, run_id: str) -> tuple[list[LogRecord], list[tuple[int, int]]]:
+    """:func:`read_log`'s answer from the copy of the topic a check kept in the run directory."""
+    log: list[LogRecord] = []
+    foreign: list[tuple[int, int]] = []
+    for row in kept_rows(topic_dir):
+        record = _run_record(row["key"], row["value"], row["partition"], row["offset"], run_id)
+        if record is None:
+            foreign.append((row["partition"], row["offset"]))
+        else:
+            log.append(record)
+    return log, foreign
+
+
+def kept_rows(folder: Path) -> list[dict[str, Any]]:
+    """A kept topic's records (partition, offset, key, value) in (partition, offset) order."""
+    table = pq.read_table(folder, columns=["partition", "offset", "key", "value"])
+    return sorted(table.to_pylist(), key=lambda row: (row["partition"], row["offset"]))
 
 
 def _run_record(
@@ -203,11 +225,16 @@ def count_anomalies(
     return dict(counts)
 
 
-def check(run_dir: Path, bootstrap: str | None = None) -> NaiveResult:
-    """Count the anomalies of the run in ``run_dir`` (nothing is written)."""
+def check(run_dir: Path, bootstrap: str | None = None, *, kept: bool = False) -> NaiveResult:
+    """Count the anomalies of the run in ``run_dir`` (nothing is written): from its topics, or,
+    ``kept``, from the copies of them a check kept in the run directory."""
     run = RunDir(run_dir)
     info = run.read_info()
-    log, foreign = read_log(bootstrap or info.bootstrap, info.topic, info.partitions, info.run_id)
+    log, foreign = (
+        read_kept_log(run.topic_dir, info.run_id)
+        if kept
+        else read_log(bootstrap or info.bootstrap, info.topic, info.partitions, info.run_id)
+    )
     history = read_history(run.history_dir)
     if info.transactions is not None:
         history = excuse_aborted(history, aborted_records(read_ledger(run)))
@@ -231,7 +258,13 @@ def check(run_dir: Path, bootstrap: str | None = None) -> NaiveResult:
         counts |= count_copy_anomalies(
             read_ledger(run),
             read_reads(run, "read_committed"),
-            read_copies(
+            [
+                copy
+                for row in kept_rows(run.copy_topic_dir)
+                if (copy := parse_copy(row["partition"], row["offset"], row["value"], info.run_id))
+            ]
+            if kept
+            else read_copies(
                 bootstrap or info.bootstrap, info.copier.output_topic, info.partitions, info.run_id
             ),
             info.copier.committed_offsets,

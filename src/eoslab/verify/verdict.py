@@ -20,6 +20,7 @@ from typing import Any
 
 from eoslab.clock import now_ms
 from eoslab.rundir import (
+    CHECKER_DISAGREES,
     EPOCH_BUMPS,
     ERRORS_KEY,
     EXPECTATION_FORMS,
@@ -27,6 +28,7 @@ from eoslab.rundir import (
     UNEXPECTED_FATAL,
     Check,
     GxOutcome,
+    NaiveAgreement,
     RunInfo,
     Verdict,
     VerdictLinks,
@@ -137,19 +139,39 @@ def status_of(invalid: list[str], mismatches: list[Check]) -> VerdictStatus:
     return VerdictStatus.DOES_NOT_CONFORM if mismatches else VerdictStatus.CONFORMS
 
 
+def checker_disagreements(gx: GxOutcome, naive: NaiveAgreement | None) -> list[str]:
+    """Where the checker disagrees with itself: a GX expectation that does not agree with the
+    anomaly tables it stands for, a count the naive checker computes differently."""
+    reasons = []
+    if not gx.agrees_with_anomalies:
+        checks = sorted({e.check for e in gx.expectations if not e.agrees})
+        reasons.append(
+            f"{CHECKER_DISAGREES}: GX and the anomaly tables disagree on {', '.join(checks)}"
+        )
+    if naive is not None:
+        reasons += [
+            f"{CHECKER_DISAGREES}: {name} is {spark} by Spark and {counted} by the naive checker"
+            for name, (spark, counted) in sorted(naive.differences.items())
+        ]
+    return reasons
+
+
 def build_verdict(
     info: RunInfo,
     *,
     checks: list[Check],
     gx: GxOutcome,
     links: VerdictLinks,
+    naive: NaiveAgreement | None = None,
 ) -> Verdict:
     """The run conforms when every fault of its timeline took effect and every check matches;
     it is invalid when a fault did not take effect or the run went wrong (run.json's
-    ``faults`` and ``problems``). The mismatches are repeated (with their examples) at the
-    top so that a reader sees first what went wrong."""
+    ``faults`` and ``problems``), or when the checker disagrees with itself (GX with the anomaly
+    tables, the naive checker with Spark: a checker bug, on which no cell may be green). The
+    mismatches are repeated (with their examples) at the top so that a reader sees first what
+    went wrong."""
     mismatches = [check for check in checks if not check.conforms]
-    invalid = info.invalid_because()
+    invalid = [*info.invalid_because(), *checker_disagreements(gx, naive)]
     status = status_of(invalid, mismatches)
     return Verdict(
         run_id=info.run_id,
@@ -163,5 +185,6 @@ def build_verdict(
         checks=checks,
         mismatches=mismatches,
         gx=gx,
+        naive=naive,
         links=links,
     )

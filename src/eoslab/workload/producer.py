@@ -308,6 +308,11 @@ class ProducerSession:
             "producer_epoch": None if self.producer_id is None else self._epoch,
         }
 
+    def ready(self) -> None:
+        """The client is made (a driver program started): a first progress line says so, and
+        the workload's start waits for it (a JVM takes a second or more to start)."""
+        self._progress(done=False)
+
     def stop(self, *_: object) -> None:
         self.stopping = True
 
@@ -318,6 +323,7 @@ def main(argv: list[str]) -> int:
         return 2
     session = ProducerSession(SessionSpec.model_validate_json(argv[0]))
     signal.signal(signal.SIGTERM, session.stop)
+    session.ready()
     session.run()
     session.client.close()
     return 0

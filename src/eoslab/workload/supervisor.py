@@ -40,6 +40,8 @@ from eoslab.workload.txn_ledger import (
 )
 
 STOP_GRACE_S = 10.0
+READY_TIMEOUT_S = 60.0
+"""How long the start waits for every session's client to be made (its first progress line)."""
 ARM_TIMEOUT_S = 10.0
 """How long an armed freeze point may wait for the session's next transaction in the log."""
 
@@ -72,9 +74,15 @@ class Workload:
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
+        """Start every producer and return once each has made its client (bounded): the
+        timeline's clock starts with clients that can send, whatever their start-up takes."""
+        launched = [self._launch(producer) for producer in range(self.spec.producers)]
+        wait_until(
+            lambda: all(s.process.progress or not s.process.running for s in launched),
+            READY_TIMEOUT_S,
+            0.02,
+        )
         self._started_at = time.monotonic()
-        for producer in range(self.spec.producers):
-            self._launch(producer)
 
     def crash(self, producer: int) -> tuple[SessionInfo, int]:
         """kill -9 the producer's running session; settle its in-flight records (how many)."""

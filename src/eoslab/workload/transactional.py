@@ -258,6 +258,7 @@ def main(argv: list[str]) -> int:
     session = TransactionalSession(SessionSpec.model_validate_json(argv[0]))
     signal.signal(signal.SIGTERM, session.stop)
     signal.signal(ARM_FREEZE, session.arm_freeze)
+    session.ready()
     session.run()
     session.client.close()
     return 0

@@ -18,7 +18,7 @@ from eoslab.settings import project_root
 from eoslab.workload.drivers.build import Build, clients_dir
 
 MAIN_CLASS = "eoslab.driver.Driver"
-JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-Xshare:auto")
+JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC")
 """One JVM per session: a small heap and the serial collector keep a run of many sessions light."""
 
 

@@ -40,6 +40,7 @@ final class ConsumerHandle {
   private final boolean eof;
   private final ArrayDeque<ConsumerRecord<byte[], byte[]>> buffered = new ArrayDeque<>();
   private final Set<TopicPartition> atEnd = new HashSet<>();
+  private final ArrayDeque<ObjectNode> ends = new ArrayDeque<>();
   private final Driver driver;
   private long lastEndCheck;
 
@@ -118,13 +119,17 @@ final class ConsumerHandle {
       item.put("v", Wire.text(record.value()));
       item.put("ts", record.timestamp());
     }
-    if (eof && items.isEmpty()) {
-      reachedEnds(items);
+    if (eof && items.isEmpty() && ends.isEmpty()) {
+      reachedEnds();
+    }
+    while (items.size() < max && !ends.isEmpty()) {
+      items.add(ends.poll());
     }
     return items;
   }
 
-  private void reachedEnds(ArrayNode items) {
+  /** Partitions whose end the position reached, each an end-of-partition item once. */
+  private void reachedEnds() {
     long now = System.currentTimeMillis();
     if (now - lastEndCheck < END_CHECK_INTERVAL_MS) {
       return;
@@ -136,17 +141,18 @@ final class ConsumerHandle {
     if (candidates.isEmpty()) {
       return;
     }
-    Map<TopicPartition, Long> ends = consumer.endOffsets(candidates, CALL);
-    for (Map.Entry<TopicPartition, Long> end : ends.entrySet()) {
+    Map<TopicPartition, Long> endOffsets = consumer.endOffsets(candidates, CALL);
+    for (Map.Entry<TopicPartition, Long> end : endOffsets.entrySet()) {
       TopicPartition where = end.getKey();
       long position = consumer.position(where, CALL);
       if (position >= end.getValue()) {
         atEnd.add(where);
-        ObjectNode item = items.addObject();
+        ObjectNode item = Wire.object();
         item.put("t", where.topic());
         item.put("p", where.partition());
         item.put("o", position);
         item.put("eof", true);
+        ends.add(item);
       }
     }
   }
@@ -230,6 +236,7 @@ final class ConsumerHandle {
   }
 
   private void forget(Collection<TopicPartition> partitions) {
+    ends.removeIf(item -> partitions.contains(new TopicPartition(item.get("t").asText(), item.get("p").asInt())));
     Iterator<ConsumerRecord<byte[], byte[]>> records = buffered.iterator();
     while (records.hasNext()) {
       ConsumerRecord<byte[], byte[]> record = records.next();

@@ -123,7 +123,8 @@ public final class Driver {
           Wire.reply(id, Wire.object());
           break;
         case "close_producer":
-          producers.remove(handle).close(timeoutMs);
+          producers.get(handle).close(timeoutMs);
+          producers.remove(handle);
           Wire.reply(id, Wire.object());
           break;
         case "init_transactions":
@@ -168,7 +169,8 @@ public final class Driver {
           Wire.reply(id, snapshot(consumers.get(handle).groupMetadata()));
           break;
         case "close_consumer":
-          consumers.remove(handle).close(timeoutMs);
+          consumers.get(handle).close(timeoutMs); // its revoke callback may still ask for it
+          consumers.remove(handle);
           Wire.reply(id, Wire.object());
           break;
         case "exit":

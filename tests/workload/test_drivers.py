@@ -1,0 +1,228 @@
+"""Client drivers: names, the Java client's translation of librdkafka's properties (pure logic),
+and the Java driver program itself, built from the project and spoken to over its protocol."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+
+from eoslab.admin import create_topic
+from eoslab.clients import ClientError, ClientLaunch, ClientRef, parse_client
+from eoslab.rundir import REPLICATION, LabTarget
+from eoslab.runtime.local import LocalRuntime
+from eoslab.workload.drivers.api import ClientApi, ConsumerApi
+from eoslab.workload.drivers.java import config as java_config
+from eoslab.workload.drivers.java import failure_line
+from eoslab.workload.drivers.registry import prepare
+from eoslab.workload.drivers.remote import DriverProcess, kafka_error
+
+JAVA = "java:3.9.2"
+
+
+@pytest.mark.parametrize(
+    ("text", "ref"),
+    [
+        ("java:3.9.2", ClientRef("java", "3.9.2")),
+        ("franz-go:v1.22.2", ClientRef("franz-go", "v1.22.2")),
+        ("librdkafka:2.2.0", ClientRef("librdkafka", "2.2.0")),
+        ("2.2.0", ClientRef("librdkafka", "2.2.0")),
+    ],
+)
+def test_a_client_is_named_by_family_and_version(text: str, ref: ClientRef) -> None:
+    assert parse_client(text) == ref
+    assert parse_client(str(ref)) == ref
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("cobol:1", "unknown client library 'cobol'"),
+        ("java:", "is not a version"),
+        ("java:3.9 2", "is not a version"),
+    ],
+)
+def test_a_bad_client_name_is_one_line(text: str, problem: str) -> None:
+    with pytest.raises(ClientError, match=problem) as raised:
+        parse_client(text)
+    assert "\n" not in str(raised.value)
+
+
+def test_librdkafka_properties_become_the_java_clients_own() -> None:
+    native, stats_ms = java_config.producer(
+        {
+            "bootstrap.servers": "127.0.0.1:9092",
+            "enable.idempotence": False,
+            "acks": 1,
+            "max.in.flight.requests.per.connection": 5,
+            "socket.timeout.ms": 4000,
+            "request.timeout.ms": 3000,
+            "message.timeout.ms": 9000,
+            "batch.num.messages": 1,
+            "statistics.interval.ms": 1000,
+            "stats_cb": print,
+        }
+    )
+    assert native == {
+        "bootstrap.servers": "127.0.0.1:9092",
+        "enable.idempotence": "false",
+        "acks": "1",
+        "max.in.flight.requests.per.connection": "5",
+        "request.timeout.ms": "3000",  # the smaller of librdkafka's two timeouts
+        "delivery.timeout.ms": "9000",
+        "batch.size": "1",  # one record per batch
+    }
+    assert stats_ms == 1000
+    consumer, _ = java_config.consumer(
+        {
+            "group.id": "g",
+            "auto.offset.reset": "smallest",
+            "enable.partition.eof": True,
+            "partition.assignment.strategy": "cooperative-sticky",
+        }
+    )
+    assert consumer == {
+        "group.id": "g",
+        "auto.offset.reset": "earliest",
+        "partition.assignment.strategy": (
+            "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+        ),
+    }
+
+
+@pytest.mark.parametrize(
+    ("config", "problem"),
+    [
+        ({"enable.gapless.guarantee": True}, "enable.gapless.guarantee: librdkafka's property"),
+        ({"batch.num.messages": 50}, "batch.num.messages: 50"),
+        ({"message.timeout.ms": 1000, "request.timeout.ms": 2000}, "below linger.ms"),
+    ],
+)
+def test_a_property_the_java_client_has_no_equivalent_for_is_refused(
+    config: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(java_config.DriverConfigError, match=problem):
+        java_config.producer(config)
+
+
+def test_a_missing_java_release_is_one_line() -> None:
+    output = (
+        "[ERROR] Failed to execute goal on project java-driver: Could not resolve dependencies "
+        "for project eoslab.clients:java-driver:jar:1: Could not find artifact "
+        "org.apache.kafka:kafka-clients:jar:9.9.9 in central\n"
+    )
+    assert failure_line("9.9.9", output) == (
+        "java:9.9.9: org.apache.kafka:kafka-clients 9.9.9 is not on Maven Central "
+        "(or Maven Central is not reachable)"
+    )
+
+
+def test_the_java_driver_is_built_once_and_refuses_a_release_maven_central_lacks() -> None:
+    said: list[str] = []
+    launch = prepare(parse_client(JAVA), said.append)
+    again = prepare(parse_client(JAVA), said.append)
+    assert launch == again
+    assert len(said) <= 1  # built at most once (the session may have built it already)
+    with pytest.raises(ClientError) as missing:
+        prepare(parse_client("java:9.9.9"), said.append)
+    assert str(missing.value) == (
+        "java:9.9.9: org.apache.kafka:kafka-clients 9.9.9 is not on Maven Central "
+        "(or Maven Central is not reachable)"
+    )
+
+
+def test_the_driver_answers_with_its_clients_version_and_librdkafkas_error_names() -> None:
+    driver = DriverProcess(prepare(parse_client(JAVA)))
+    try:
+        assert driver.version == "3.9.2"
+        with pytest.raises(KafkaException) as refused:
+            driver.call({"op": "no-such-command"})
+        assert refused.value.args[0].code() == KafkaError._STATE
+    finally:
+        driver.close()
+    error = kafka_error({"code": -144, "reason": "fenced", "fatal": True})
+    assert (error.name(), error.fatal(), error.retriable()) == ("_FENCED", True, False)
+
+
+def test_a_driver_that_runs_another_release_than_asked_is_refused() -> None:
+    built = prepare(parse_client(JAVA))
+    mislabelled = ClientLaunch(family="java", version="3.3.1", command=built.command)
+    with pytest.raises(KafkaException, match=r"runs client 3\.9\.2, not 3\.3\.1"):
+        DriverProcess(mislabelled)
+
+
+def test_a_driver_exits_at_once_when_its_session_is_gone() -> None:
+    launch = prepare(parse_client(JAVA))
+    child = subprocess.Popen(list(launch.command), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdin is not None
+    child.stdin.close()
+    assert child.wait(timeout=30) == 0
+
+
+def read_to_the_end(consumer: ConsumerApi, topic: str) -> list[bytes]:
+    """Every value of partition 0 from its start to the end an end-of-partition item names."""
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        error = message.error()
+        if error is not None and error.code() == KafkaError._PARTITION_EOF:
+            return values
+        assert error is None, error
+        values.append(message.value() or b"")
+    raise AssertionError(f"{topic} not read to its end in 60 s ({len(values)} values)")
+
+
+@pytest.mark.parametrize(
+    "target", ["kafka", pytest.param("kafka4", marks=pytest.mark.kafka4), "refbroker"]
+)
+def test_the_java_client_produces_transacts_and_reads_on_every_target(
+    lab: LocalRuntime, target: LabTarget
+) -> None:
+    """Interop: Kafka's Java client, through its driver, against Kafka 3.9, Kafka 4 and the
+    reference broker: an idempotent producer's records come back in order with the offsets its
+    delivery reports gave; a committed transaction is read read_committed, an aborted one not."""
+    bootstrap = lab.config.bootstrap(target)
+    topic = f"java-interop-{target}-{time.monotonic_ns()}"
+    create_topic(bootstrap, topic, 1, REPLICATION[target])
+    client = ClientApi(prepare(parse_client(JAVA)))
+    try:
+        acked: list[int] = []
+        producer = client.producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        for n in range(200):
+            producer.produce(
+                topic,
+                value=f"v{n}".encode(),
+                partition=0,
+                on_delivery=lambda error, msg: acked.append(-1 if error else msg.offset() or 0),
+            )
+        assert producer.flush(60) == 0
+        assert acked == list(range(200))
+        txn = client.producer({"bootstrap.servers": bootstrap, "transactional.id": topic})
+        txn.init_transactions(30)
+        for commit in (True, False):
+            txn.begin_transaction()
+            txn.produce(topic, value=b"committed" if commit else b"aborted", partition=0)
+            if commit:
+                txn.commit_transaction(30)
+            else:
+                assert txn.flush(30) == 0
+                txn.abort_transaction(30)
+        reader = client.consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": topic,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+            }
+        )
+        values = read_to_the_end(reader, topic)
+        assert values == [f"v{n}".encode() for n in range(200)] + [b"committed"]
+        reader.close()
+    finally:
+        client.close()

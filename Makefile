@@ -36,8 +36,8 @@ status: setup
 	@$(EOSLAB) lab status
 
 lint: setup
-	$(VENV)/bin/ruff check src tests dags spark_jobs
-	$(VENV)/bin/ruff format --check src tests dags spark_jobs
+	$(VENV)/bin/ruff check src tests dags spark_jobs findings
+	$(VENV)/bin/ruff format --check src tests dags spark_jobs findings
 	$(VENV)/bin/mypy
 
 test: setup lint

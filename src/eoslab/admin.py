@@ -21,7 +21,16 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.describe_quorum.v2.request import (
@@ -404,3 +413,77 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication: int) 
         raise TimeoutError(
             f"topic {topic} has no leader for every partition after {TOPIC_READY_TIMEOUT_S:.0f} s"
         )
+
+
+class BrokerConfigError(ValueError):
+    """A broker config a run cannot set: unknown to the cluster's release, or not dynamic."""
+
+
+def _broker_config(client: AdminClient, broker: int, timeout_s: float) -> dict[str, Any]:
+    resource = ConfigResource(ResourceType.BROKER, str(broker))
+    (future,) = client.describe_configs([resource]).values()
+    entries: dict[str, Any] = future.result(timeout_s)
+    return entries
+
+
+def set_broker_configs(
+    bootstrap: str, configs: dict[str, str], timeout_s: float = 30.0
+) -> dict[str, str | None]:
+    """Set ``configs`` on every broker of the cluster, dynamically (IncrementalAlterConfigs, per
+    broker: librdkafka takes one broker resource a call); returns what each had set dynamically
+    before (None: nothing), for :func:`restore_broker_configs`. BrokerConfigError, before
+    anything is set, for a config the brokers do not know (Kafka accepts any name and ignores
+    it) or one they only read at start (its DescribeConfigs says read-only)."""
+    client = admin_client(bootstrap, timeout_ms=int(timeout_s * 1000))
+    brokers = sorted(client.list_topics(timeout=timeout_s).brokers)
+    described = _broker_config(client, brokers[0], timeout_s)
+    for name in configs:
+        if name not in described:
+            raise BrokerConfigError(f"broker config {name}: unknown to this cluster's brokers")
+        if described[name].is_read_only:
+            raise BrokerConfigError(
+                f"broker config {name}: not dynamic (the brokers read it at start only)"
+            )
+    previous = {
+        name: described[name].value
+        if described[name].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+        else None
+        for name in configs
+    }
+    _alter(client, brokers, {name: (value, True) for name, value in configs.items()}, timeout_s)
+    return previous
+
+
+def restore_broker_configs(
+    bootstrap: str, previous: dict[str, str | None], timeout_s: float = 30.0
+) -> None:
+    """Put back what :func:`set_broker_configs` changed: the earlier dynamic value, or none."""
+    client = admin_client(bootstrap, timeout_ms=int(timeout_s * 1000))
+    brokers = sorted(client.list_topics(timeout=timeout_s).brokers)
+    _alter(
+        client,
+        brokers,
+        {name: (value, value is not None) for name, value in previous.items()},
+        timeout_s,
+    )
+
+
+def _alter(
+    client: AdminClient,
+    brokers: Iterable[int],
+    changes: dict[str, tuple[str | None, bool]],
+    timeout_s: float,
+) -> None:
+    """Set (True) or delete (False) dynamic broker configs on each broker."""
+    entries = [
+        ConfigEntry(
+            name,
+            value if keep else None,
+            incremental_operation=AlterConfigOpType.SET if keep else AlterConfigOpType.DELETE,
+        )
+        for name, (value, keep) in changes.items()
+    ]
+    for broker in brokers:
+        resource = ConfigResource(ResourceType.BROKER, str(broker), incremental_configs=entries)
+        for future in client.incremental_alter_configs([resource]).values():
+            future.result(timeout_s)

@@ -370,6 +370,9 @@ class RunInfo(BaseModel):
     broker_version: str | None = None
     """What the target ran (:func:`eoslab.runtime.versions.broker_version`); None: a cluster
     of the user's, or a run from before it was recorded."""
+    broker_config: dict[str, str] = Field(default_factory=dict)
+    """The Kafka brokers' dynamic configs the scenario set for this run (``broker_config:``),
+    put back when it ended; empty: the brokers as the lab started them."""
     broker_profile: dict[str, str | int] = Field(default_factory=dict)
     """The reference broker's settings for this run when the scenario sets them (``rules``,
     ``retained_batches``); empty: the broker as the lab started it."""

@@ -275,6 +275,7 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
         ({"refbroker": {"rules": "kafka-2.0"}}, "refbroker", "needs target refbroker"),
         ({"clients": ["1.0.0"]}, "clients", "librdkafka:1.0.0: not a librdkafka release the lab"),
         ({"clients": ["cobol:1"]}, "clients", "unknown client library 'cobol'"),
+        ({"broker_config": {"refbroker": {"x": 1}}}, "broker_config", "are not Kafka targets"),
         (
             {"expected": {"fatal": {"NOT_AN_ERROR": ">0"}}},
             "expected.fatal",

@@ -21,13 +21,19 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from confluent_kafka import KafkaException
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from eoslab.admin import create_topic
+from eoslab.admin import (
+    BrokerConfigError,
+    create_topic,
+    restore_broker_configs,
+    set_broker_configs,
+)
 from eoslab.clients import ClientError, ClientLaunch, ClientRef, parse_client
 from eoslab.clock import now_ms, wait_until
 from eoslab.nemesis.nemesis import Nemesis
@@ -258,6 +264,8 @@ class Run:
     """The topic's readers, one per isolation level, when the producers are transactional."""
     copiers: CopierWorkload | None = None
     """The copier stage, when the workload has one."""
+    broker_restore: dict[str, str | None] = field(default_factory=dict)
+    """The brokers' dynamic configs the run changed, as they were (put back by finish)."""
 
 
 def _rules(scenario: Scenario) -> str | None:
@@ -385,6 +393,7 @@ def start(
     timeline = TimelineRunner(
         run_plan.steps, nemesis, acked=lambda: workload.acked, workload_done=done
     )
+    broker_restore = _set_broker_config(run_plan, context, info)
     return Run(
         run_plan,
         context,
@@ -398,7 +407,29 @@ def start(
         rejected,
         readers,
         copiers,
+        broker_restore,
     )
+
+
+def _set_broker_config(
+    run_plan: RunPlan, context: RunContext, info: RunInfo
+) -> dict[str, str | None]:
+    """The scenario's dynamic broker configs for this target, set on every broker (recorded in
+    run.json); what they were before, for :func:`finish` to put back. RunError for a config the
+    brokers do not know or read at start only: nothing is set then."""
+    wanted = run_plan.scenario.broker_config.get(run_plan.lab_target, {})
+    if not wanted or run_plan.target == "external":
+        return {}
+    configs = {
+        name: str(v).lower() if isinstance(v, bool) else str(v) for name, v in wanted.items()
+    }
+    try:
+        previous = set_broker_configs(context.bootstrap, configs)
+    except (BrokerConfigError, KafkaException) as error:
+        raise RunError(f"{run_plan.scenario.name} on {run_plan.target}: {error}") from None
+    info.broker_config = configs
+    context.run_dir.write_info(info)
+    return previous
 
 
 def rejected_produces(refbroker: RefbrokerControl | None) -> dict[str, int]:
@@ -453,6 +484,11 @@ def finish(run: Run, problems: list[str]) -> RunResult:
         problems += run.nemesis.errors
         if run.info.broker_profile and run.refbroker is not None:
             run.refbroker.clear()
+        if run.broker_restore:
+            try:
+                restore_broker_configs(run.context.bootstrap, run.broker_restore)
+            except KafkaException as error:
+                problems.append(f"the brokers' configs could not be put back: {error}")
         if run.consumers is not None:
             run.consumers.stop()
             problems += run.consumers.failures()

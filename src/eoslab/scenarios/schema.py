@@ -22,6 +22,7 @@ from eoslab.rundir import (
     ERRORS_KEY,
     FATAL_KEY,
     GROUP_PROTOCOLS,
+    KAFKA_TARGETS,
     AnomalyName,
     Expectation,
     GroupProtocol,
@@ -195,6 +196,12 @@ class Scenario(BaseModel):
     refbroker: RefbrokerProfile | None = Field(
         None, description="the reference broker's settings for this scenario's runs on it"
     )
+    broker_config: dict[LabTarget, ScalarConfig] = Field(
+        default_factory=dict,
+        description="per Kafka target, dynamic broker configs set on every broker before a "
+        "run (IncrementalAlterConfigs) and put back after it, however it ends; e.g. "
+        "{kafka: {transaction.partition.verification.enable: false}}",
+    )
     clients: list[str] = Field(
         default_factory=list,
         description="clients the full matrix also runs the scenario's roles on, beside the "
@@ -246,6 +253,15 @@ class Scenario(BaseModel):
                 raise ValueError(f"nemesis.{index}.{misfit}")
         if self.modes and self.consumers is None:
             raise ValueError("modes: handler modes need a consumer workload (consumers)")
+        stray_configs = sorted(set(self.broker_config) - set(KAFKA_TARGETS))
+        if stray_configs:
+            raise ValueError(
+                f"broker_config: {stray_configs} are not Kafka targets (the reference broker's "
+                "settings are its own: refbroker:)"
+            )
+        unused = sorted(set(self.broker_config) - set(self.targets))
+        if unused:
+            raise ValueError(f"broker_config: {unused} not among the scenario's targets")
         if self.refbroker is not None and "refbroker" not in self.targets:
             raise ValueError("refbroker: a reference-broker profile needs target refbroker")
         stray = sorted(set(self.expected.clients) - set(self.clients) - set(FAMILIES))

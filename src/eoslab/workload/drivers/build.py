@@ -26,7 +26,7 @@ def clients_dir() -> Path:
 class Build:
     """One client version's build folder."""
 
-    def __init__(self, folder: Path, *, inputs: Path, what: str) -> None:
+    def __init__(self, folder: Path, *, inputs: Path | None, what: str) -> None:
         self.folder = folder
         self.inputs = inputs
         self.what = what
@@ -37,6 +37,8 @@ class Build:
         if not stamp.exists():
             return False
         built = stamp.stat().st_mtime
+        if self.inputs is None:
+            return True
         return all(
             path.stat().st_mtime <= built
             for path in self.inputs.rglob("*")

@@ -48,4 +48,4 @@ def prepare(ref: ClientRef, say: Callable[[str], None] = _stderr) -> ClientLaunc
         return java.prepare(ref.version, say)
     if ref.family == "franz-go":
         return franz_go.prepare(ref.version, say)
-    return librdkafka.prepare(ref.version)
+    return librdkafka.prepare(ref.version, say)

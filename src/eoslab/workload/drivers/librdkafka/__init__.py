@@ -1,21 +1,26 @@
 """librdkafka (confluent-kafka) as a workload driver: the roles' own client, in the session's
-process. The workload's own release is the virtualenv's; an older one a scenario names (to show
-a client bug where it exists and its absence where it was fixed, librdkafka #3584: fixed in
-2.3.0) is confluent-kafka at that version (its wheel bundles the matching librdkafka), installed
-by ``make setup`` into ``.venv-clients/confluent-kafka-<v>/`` (``pip install --target``) and put
-first on the session process' ``PYTHONPATH``: the roles are the same code, only ``import
-confluent_kafka`` finds the older release.
+process. The workload's own release is the virtualenv's; another one (to show a client bug
+where it exists and its absence where it was fixed, librdkafka #3584: fixed in 2.3.0) is
+confluent-kafka at that version (its wheel bundles the matching librdkafka), installed into
+``.venv-clients/confluent-kafka-<v>/`` (``pip install --target``; the ones scenarios name by
+``make setup``, any other release with a wheel for this Python on first use) and put first on
+the session process' ``PYTHONPATH``: the roles are the same code, only ``import confluent_kafka``
+finds the other release.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
 import confluent_kafka
 
-from eoslab.clients import ClientError, ClientLaunch
-from eoslab.workload.drivers.build import clients_dir
+from eoslab.clients import ClientLaunch
+from eoslab.workload.drivers.build import Build, clients_dir
 
 OLDER_CLIENTS: dict[str, str] = {"2.2.0": "confluent-kafka==2.2.0"}
-"""librdkafka versions a scenario may name -> the pinned package ``make setup`` installs."""
+"""librdkafka versions scenarios name -> the pinned package ``make setup`` installs (any other
+release is installed on first use)."""
 
 
 def own_version() -> str:
@@ -28,21 +33,29 @@ def installable() -> list[str]:
     return [own_version(), *OLDER_CLIENTS]
 
 
-def prepare(version: str) -> ClientLaunch:
-    """librdkafka ``version``: the workload's own, or an older release ``make setup`` installed."""
+def prepare(version: str, say: Callable[[str], None]) -> ClientLaunch:
+    """librdkafka ``version``: the workload's own, or confluent-kafka at that version, installed
+    on first use (one line said; ClientError when PyPI has no wheel of it for this Python)."""
     if version == own_version():
         return ClientLaunch(family="librdkafka", version=version)
-    if version not in OLDER_CLIENTS:
-        known = ", ".join(installable())
-        raise ClientError(
-            f"librdkafka:{version}: not installed; librdkafka releases the lab has: {known} "
-            "(an older one is added to OLDER_CLIENTS in eoslab.workload.drivers.librdkafka and "
-            "installed by `make setup`)"
-        )
     path = clients_dir() / f"confluent-kafka-{version}"
     if not (path / "confluent_kafka").is_dir():
-        raise ClientError(
-            f"librdkafka:{version} is not installed in {path}; run `make setup` (it installs "
-            f"{OLDER_CLIENTS[version]} there)"
+        Build(path, inputs=None, what=f"confluent-kafka {version} (librdkafka {version})").ensure(
+            lambda: [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--target",
+                str(path),
+                f"confluent-kafka=={version}",
+            ],
+            say,
+            lambda _: (
+                f"librdkafka:{version}: PyPI has no confluent-kafka {version} wheel for this "
+                "Python (or PyPI is not reachable)"
+            ),
         )
     return ClientLaunch(family="librdkafka", version=version, python_path=str(path))

@@ -1,7 +1,8 @@
 """Real group consumers for the tests, each driven with a deadline: librdkafka (confluent-kafka),
 Kafka's own Java VerifiableConsumer (kafka-tools 3.9, its JSON event lines parsed), aiokafka,
 kcat -G and a franz-go program (franzgo/main.go, built with the machine's go against the
-current franz-go, go.mod, and against franz-go 1.21.0, go121.mod).
+current franz-go, go.mod, and against franz-go 1.21.0, go121.mod); librdkafka's and franz-go's
+regex subscriptions, which see the topics a cluster lists.
 
 librdkafka waits silently forever when the broker lacks something, so nothing here blocks
 without a bound: every wait polls until its condition holds or its deadline passes, and then
@@ -209,6 +210,17 @@ def _partition_offsets(lines: str) -> Records:
     return [(int(p), int(o)) for p, o in (line.split(":") for line in lines.split())]
 
 
+def rdkafka_regex_topics(bootstrap: str, group: str, pattern: str) -> set[str]:
+    """The topics of the first assignment of a librdkafka consumer subscribed to `pattern` (a
+    regex subscription: it starts with ^); it reads nothing (auto.offset.reset latest)."""
+    member = RdkafkaMember(bootstrap, group, pattern, **{"auto.offset.reset": "latest"})
+    try:
+        poll_until([member], lambda: member.assignments > 0, f"an assignment for {pattern}")
+        return {tp.topic for tp in member.consumer.assignment()}
+    finally:
+        member.close()
+
+
 def kcat_consume(bootstrap: str, group: str, topic: str, count: int) -> Records:
     """`kcat -G`: a balanced (subscribe()) librdkafka consumer reading `count` records, which
     commits what it read when it exits. Not `-o beginning`: kcat would then assign every
@@ -251,6 +263,18 @@ def franzgo_consume(binary: Path, bootstrap: str, group: str, topic: str, count:
     done = subprocess.run(command, capture_output=True, text=True, timeout=WAIT_S + 10, check=False)
     assert done.returncode == 0, done.stderr
     return _partition_offsets(done.stdout)
+
+
+def franzgo_regex_topics(binary: Path, bootstrap: str, group: str, pattern: str) -> set[str]:
+    """The topics of the first assignment of the franz-go consumer consuming `pattern` as a
+    regular expression (franz-go's regex consumption skips the topics flagged internal)."""
+    command = [
+        str(binary), "-brokers", bootstrap, "-group", group, "-topic", pattern, "-regex",
+        "-timeout", f"{int(WAIT_S)}s",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=WAIT_S + 10, check=False)
+    assert done.returncode == 0, done.stderr
+    return {line.removeprefix("assigned ") for line in done.stdout.splitlines()}
 
 
 async def aiokafka_split_then_commit(

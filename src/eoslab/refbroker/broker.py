@@ -22,7 +22,7 @@ from eoslab.refbroker.counters import BrokerCounters
 from eoslab.refbroker.faults import RequestFaults
 from eoslab.refbroker.groups.committed_offsets import CommittedOffsetStore
 from eoslab.refbroker.groups.group_coordinator import GroupCoordinator, UnavailableCoordinator
-from eoslab.refbroker.internal_topics import GROUP_METADATA_TOPIC
+from eoslab.refbroker.internal_topics import GROUP_METADATA_TOPIC, INTERNAL_TOPIC_PARTITIONS
 from eoslab.refbroker.log_manager import LogManager, UnknownTopicOrPartitionError
 from eoslab.refbroker.pid_blocks import ProducerIdManager, producer_id_manager
 from eoslab.refbroker.producer_state import Rules
@@ -155,15 +155,17 @@ class ReferenceBroker:
         log.warning("crash-restart: storage, groups and transactions recovered from disk")
 
     def maybe_auto_create(self, topic: str) -> bool:
-        """Create an unknown, legal topic when --auto-create-topics is on (Kafka's option)."""
+        """Create an unknown, legal topic when --auto-create-topics is on (Kafka's option); an
+        internal topic gets its own partitions, as Kafka's AutoTopicCreationManager gives it."""
         if (
             not self.config.auto_create_topics
             or topic in self.storage.topics()
             or topic_name_error(topic) is not None
         ):
             return False
-        self.storage.create_topic(topic, AUTO_CREATE_PARTITIONS)
-        log.info("auto-created topic %s with %d partition(s)", topic, AUTO_CREATE_PARTITIONS)
+        partitions = INTERNAL_TOPIC_PARTITIONS.get(topic, AUTO_CREATE_PARTITIONS)
+        self.storage.create_topic(topic, partitions)
+        log.info("auto-created topic %s with %d partition(s)", topic, partitions)
         return True
 
     def set_rules(self, rules: Rules | None) -> Rules:

@@ -21,6 +21,7 @@ from eoslab.refbroker.producer_state import (
     Rules,
 )
 from eoslab.refbroker.server import KafkaProtocolServer
+from eoslab.refbroker.topic_configs import DEFAULT_MESSAGE_MAX_BYTES
 from eoslab.refbroker.transactions.transaction_coordinator import (
     DEFAULT_ABORT_INTERVAL_MS,
     DEFAULT_MAX_TIMEOUT_MS,
@@ -99,6 +100,12 @@ def serve(
     max_frame_bytes: Annotated[
         int, typer.Option(min=64, help="socket.request.max.bytes: larger frames close.")
     ] = DEFAULT_MAX_FRAME_BYTES,
+    message_max_bytes: Annotated[
+        int,
+        typer.Option(
+            min=0, help="message.max.bytes: the largest batch of a topic without max.message.bytes."
+        ),
+    ] = DEFAULT_MESSAGE_MAX_BYTES,
     group_initial_rebalance_delay_ms: Annotated[
         int, typer.Option(min=0, help="group.initial.rebalance.delay.ms")
     ] = 3000,
@@ -140,6 +147,7 @@ def serve(
         producer_id_expiration_check_interval_ms=producer_id_expiration_check_interval_ms,
         auto_create_topics=auto_create_topics,
         max_frame_bytes=max_frame_bytes,
+        message_max_bytes=message_max_bytes,
         fault_log=fault_log,
         group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
         group_min_session_timeout_ms=group_min_session_timeout_ms,

@@ -14,6 +14,7 @@ from eoslab.refbroker.producer_state import (
     DEFAULT_RETAINED_BATCHES,
     Rules,
 )
+from eoslab.refbroker.topic_configs import DEFAULT_MESSAGE_MAX_BYTES
 from eoslab.refbroker.transactions.transaction_coordinator import (
     DEFAULT_ABORT_INTERVAL_MS,
     DEFAULT_MAX_TIMEOUT_MS,
@@ -44,6 +45,8 @@ class BrokerConfig:
     producer_id_expiration_check_interval_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
     auto_create_topics: bool = False
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
+    """The largest batch of a topic without max.message.bytes, and of a group's record."""
     fault_log: Path | None = None
     group_initial_rebalance_delay_ms: int = GroupConfig.initial_rebalance_delay_ms
     group_min_session_timeout_ms: int = GroupConfig.min_session_timeout_ms
@@ -83,6 +86,7 @@ class BrokerConfig:
             min_session_timeout_ms=self.group_min_session_timeout_ms,
             max_session_timeout_ms=self.group_max_session_timeout_ms,
             initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+            max_record_bytes=self.message_max_bytes,
         )
 
     @property
@@ -96,4 +100,5 @@ class BrokerConfig:
             rules=self.rules,
             retained_batches=self.retained_batches,
             producer_id_expiration_ms=self.producer_id_expiration_ms,
+            max_batch_bytes=self.message_max_bytes,
         )

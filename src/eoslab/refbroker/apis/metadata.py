@@ -1,4 +1,5 @@
-"""Metadata and DescribeCluster: one broker, leader of every partition, the advertised address."""
+"""Metadata and DescribeCluster: one broker, leader of every partition, the advertised address.
+Kafka's internal topics are flagged `is_internal` by name, as Kafka flags them (internal_topics.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
+from eoslab.refbroker.internal_topics import is_internal
 from eoslab.refbroker.partition_log import LEADER_EPOCH
 from eoslab.refbroker.protocol import build, nested
 
@@ -60,7 +62,7 @@ class MetadataHandler(ApiHandler):
                     topic_id=broker.storage.topic_id(name)
                     if error is ErrorCode.none and name is not None
                     else topic_id or NO_TOPIC_ID,
-                    is_internal=False,
+                    is_internal=is_internal(name),
                     partitions=tuple(_partition(ctx, index) for index in range(count)),
                 )
             )

@@ -13,6 +13,7 @@ from eoslab.refbroker.apis.base import (
     RequestContext,
     topics_response,
 )
+from eoslab.refbroker.internal_topics import is_internal
 from eoslab.refbroker.log_manager import UnknownTopicOrPartitionError
 from eoslab.refbroker.partition_log import LEADER_EPOCH, OffsetOutOfRangeError, PartitionLog
 
@@ -66,7 +67,8 @@ class ListOffsetsHandler(ApiHandler):
 
 
 class DeleteRecordsHandler(ApiHandler):
-    """The KIP-360 path: moving the log start can remove a producer's state."""
+    """The KIP-360 path: moving the log start can remove a producer's state. An internal topic
+    that exists is refused INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager refuses it."""
 
     api_key = 21
     min_version = 0
@@ -76,12 +78,12 @@ class DeleteRecordsHandler(ApiHandler):
 
     async def handle(self, request: Any, ctx: RequestContext) -> object | None:
         def answer(topic: str, part: Any) -> dict[str, Any]:
-            return _per_partition(
-                ctx,
-                topic,
-                part.partition_index,
-                lambda plog: {"low_watermark": plog.delete_records(part.offset)},
-            )
+            def delete(plog: PartitionLog) -> dict[str, Any]:
+                if is_internal(topic):
+                    return {"error_code": ErrorCode.invalid_topic_exception}
+                return {"low_watermark": plog.delete_records(part.offset)}
+
+            return _per_partition(ctx, topic, part.partition_index, delete)
 
         return topics_response(ctx, request, self.entities, self.defaults, answer)
 

@@ -3,7 +3,10 @@ transactional batch of a producer in a partition is verified with the transactio
 first (KIP-890 part 1, Kafka 3.9's transaction.partition.verification.enable=true), with
 ReplicaManager's error mapping: INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11) for a
 partition not in the transaction, INVALID_PRODUCER_EPOCH for a fenced epoch, NOT_ENOUGH_REPLICAS
-for the coordinator's retriable errors.
+for the coordinator's retriable errors. An internal topic that exists is refused
+INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager refuses a client's append to one; a batch
+larger than its topic's `max.message.bytes` (the broker's `message.max.bytes` unless the topic
+sets it) is refused MESSAGE_TOO_LARGE.
 
 Difference from Kafka: the batch is validated (CRC, offsets, sequences' sign) before the
 verification; Kafka verifies first and validates the batch as it appends it, so a corrupt
@@ -20,6 +23,7 @@ from kio.schema.errors import ErrorCode
 from eoslab.clock import now_ms
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
 from eoslab.refbroker.batch_header import BatchHeader
+from eoslab.refbroker.internal_topics import is_internal
 from eoslab.refbroker.log_manager import UnknownTopicOrPartitionError
 from eoslab.refbroker.partition_log import AppendResult
 from eoslab.refbroker.producer_state import ProducerStateError
@@ -92,7 +96,11 @@ class ProduceHandler(ApiHandler):
             except UnknownTopicOrPartitionError:
                 result = AppendResult(error=ErrorCode.unknown_topic_or_partition)
             else:
-                result = partition_log.append(bytes(part.records), now_ms(), verify)
+                result = (
+                    AppendResult(error=ErrorCode.invalid_topic_exception)
+                    if is_internal(topic)
+                    else partition_log.append(bytes(part.records), now_ms(), verify)
+                )
         broker.counters.count_append(result.error, result.duplicate)
         return result
 

@@ -1,10 +1,11 @@
-"""CreateTopics and DeleteTopics on a single broker (replication factor 1 only)."""
+"""CreateTopics and DeleteTopics on a single broker (replication factor 1 only); Kafka's
+internal topics made as its coordinators make them (internal_topics.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -12,6 +13,7 @@ from kio.schema.errors import ErrorCode
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, RequestContext
 from eoslab.refbroker.apis.metadata import NO_TOPIC_ID
 from eoslab.refbroker.config import AUTO_CREATE_PARTITIONS
+from eoslab.refbroker.internal_topics import INTERNAL_TOPIC_PARTITIONS
 from eoslab.refbroker.log_manager import (
     InvalidTopicError,
     LogManager,
@@ -19,6 +21,7 @@ from eoslab.refbroker.log_manager import (
     UnknownTopicOrPartitionError,
 )
 from eoslab.refbroker.protocol import build, nested
+from eoslab.refbroker.topic_configs import InvalidConfigError, checked_configs, null_valued
 from eoslab.refbroker.topic_names import topic_name_error
 
 BROKER_DEFAULT = -1
@@ -37,12 +40,18 @@ async def _stepwise(ctx: RequestContext, storage: LogManager, steps: Iterator[in
 Outcome = tuple[ErrorCode, str | None]
 
 
-async def _create(ctx: RequestContext, name: str, partitions: int) -> Outcome:
+def _exists(name: str) -> str:
+    return f"Topic '{name}' already exists."
+
+
+async def _create(
+    ctx: RequestContext, name: str, partitions: int, configs: Mapping[str, str]
+) -> Outcome:
     storage = ctx.broker.storage
     try:
-        await _stepwise(ctx, storage, storage.create_topic_steps(name, partitions))
+        await _stepwise(ctx, storage, storage.create_topic_steps(name, partitions, configs))
     except TopicExistsError:
-        return ErrorCode.topic_already_exists, f"Topic '{name}' already exists."
+        return ErrorCode.topic_already_exists, _exists(name)
     except InvalidTopicError as invalid:
         return ErrorCode.invalid_topic_exception, str(invalid)
     except ConnectionAbortedError as crashed:
@@ -50,6 +59,15 @@ async def _create(ctx: RequestContext, name: str, partitions: int) -> Outcome:
     return ErrorCode.none, None
 
 
+async def make_internal_topic(ctx: RequestContext, name: str) -> None:
+    """Make an internal topic that does not exist, with its partitions, as Kafka's
+    FindCoordinator does before it names a coordinator."""
+    if name not in ctx.broker.storage.topics():
+        await _create(ctx, name, INTERNAL_TOPIC_PARTITIONS[name], {})
+
+
+Validated = tuple[ErrorCode, str | None, int, dict[str, str]]
+"""A requested topic's check: its error and message, partitions and configs."""
 TIMED_OUT: Outcome = (ErrorCode.request_timed_out, "Timed out waiting for the topic's creation.")
 
 
@@ -69,9 +87,9 @@ class CreateTopicsHandler(ApiHandler):
     async def handle(self, request: Any, ctx: RequestContext) -> object | None:
         validated = [(topic.name, *self._validate(ctx, topic)) for topic in request.topics]
         creations: dict[int, asyncio.Task[Outcome]] = {}
-        for index, (name, error, _, partitions) in enumerate(validated):
+        for index, (name, error, _, partitions, configs) in enumerate(validated):
             if error is ErrorCode.none and not request.validate_only:
-                created = asyncio.create_task(_create(ctx, name, partitions))
+                created = asyncio.create_task(_create(ctx, name, partitions, configs))
                 self._creations.add(created)
                 created.add_done_callback(self._creations.discard)
                 creations[index] = created
@@ -81,7 +99,7 @@ class CreateTopicsHandler(ApiHandler):
             if timeout_s > 0:
                 await asyncio.wait(creations.values(), timeout=timeout_s)
         outcomes = []
-        for index, (name, error, message, partitions) in enumerate(validated):
+        for index, (name, error, message, partitions, _) in enumerate(validated):
             outcome: Outcome = (error, message)
             if (creation := creations.get(index)) is not None and creation.done():
                 outcome = creation.result()
@@ -93,11 +111,28 @@ class CreateTopicsHandler(ApiHandler):
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
         return self._response(ctx, [(t.name, error, None, -1) for t in request.topics])
 
-    @staticmethod
-    def _validate(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None, int]:
-        node = ctx.broker.config.node_id
+    @classmethod
+    def _validate(cls, ctx: RequestContext, topic: Any) -> Validated:
+        """Kafka 3.9's checks (ZkAdminManager.createTopics), in its order: the name, an
+        existing topic, null config values, the partitions and replicas, the configs."""
         if (message := topic_name_error(topic.name)) is not None:
-            return ErrorCode.invalid_topic_exception, message, -1
+            return ErrorCode.invalid_topic_exception, message, -1, {}
+        if topic.name in ctx.broker.storage.topics():
+            return ErrorCode.topic_already_exists, _exists(topic.name), -1, {}
+        configs = [(config.name, config.value) for config in topic.configs]
+        if (message := null_valued(configs)) is not None:
+            return ErrorCode.invalid_config, message, -1, {}
+        error, message, partitions = cls._partitions(ctx, topic)
+        if error is not ErrorCode.none:
+            return error, message, -1, {}
+        try:
+            return ErrorCode.none, None, partitions, checked_configs(configs)
+        except InvalidConfigError as invalid:
+            return ErrorCode.invalid_config, str(invalid), -1, {}
+
+    @staticmethod
+    def _partitions(ctx: RequestContext, topic: Any) -> tuple[ErrorCode, str | None, int]:
+        node = ctx.broker.config.node_id
         if topic.assignments:
             if topic.num_partitions != BROKER_DEFAULT or topic.replication_factor != BROKER_DEFAULT:
                 message = (

@@ -27,11 +27,13 @@ coordinator loads them (GroupMetadataManager.loadGroupsAndOffsets): groups with 
 back Stable with their generation and assignments, and every member gets a fresh session.
 
 How it differs from Kafka 3.9's coordinator:
-    1. One broker coordinates every group: FindCoordinator always names this broker, there is
-       no __consumer_offsets topic (offsets.topic.num.partitions, replication and
-       NOT_COORDINATOR after a partition move do not exist), so a fresh broker does not answer
-       the first FindCoordinator with COORDINATOR_NOT_AVAILABLE while it creates that topic,
-       and there is no loading phase: COORDINATOR_LOAD_IN_PROGRESS is only answered by the
+    1. One broker coordinates every group: FindCoordinator always names this broker. The
+       __consumer_offsets topic is made by the first FindCoordinator for a group, as in Kafka,
+       but stays empty (internal_topics.py): offsets and groups are kept in this broker's own
+       file (committed_offsets.py), so replication and NOT_COORDINATOR after a partition move
+       do not exist, a fresh broker does not answer the first FindCoordinator with
+       COORDINATOR_NOT_AVAILABLE while it creates that topic (it answers once it is made), and
+       there is no loading phase: COORDINATOR_LOAD_IN_PROGRESS is only answered by the
        coordinator-unavailable fault, NOT_COORDINATOR by that fault and, as Kafka maps
        KAFKA_STORAGE_ERROR, when a write to disk fails.
     2. Writes are synchronous: a commit or a group record is on disk (fsynced under
@@ -99,6 +101,7 @@ from eoslab.refbroker.groups.committed_offsets import (
 )
 from eoslab.refbroker.internal_topics import offsets_partition_for
 from eoslab.refbroker.scheduler import LoopScheduler, Scheduler, Timer
+from eoslab.refbroker.topic_configs import DEFAULT_MESSAGE_MAX_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +146,7 @@ class GroupConfig:
     max_size: int = 2**31 - 1
     initial_rebalance_delay_ms: int = 3_000
     offset_metadata_max_bytes: int = 4_096
-    max_record_bytes: int = 1_048_588
+    max_record_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
     """message.max.bytes: a group record (members' subscriptions and assignments) larger than
     this cannot be stored, and the rebalance fails with UNKNOWN_SERVER_ERROR, as in Kafka."""
 

@@ -18,6 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, ErrorCodeHandler, RequestContext
+from eoslab.refbroker.apis.topics import make_internal_topic
 from eoslab.refbroker.groups.classic_group import UNKNOWN_MEMBER_ID, JoinResult, SyncResult
 from eoslab.refbroker.groups.committed_offsets import (
     NO_LEADER_EPOCH,
@@ -31,11 +32,19 @@ from eoslab.refbroker.groups.group_coordinator import (
     SyncRequest,
     TxnCommit,
 )
-from eoslab.refbroker.internal_topics import offsets_topic_partition
+from eoslab.refbroker.internal_topics import (
+    GROUP_METADATA_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    offsets_topic_partition,
+)
 from eoslab.refbroker.protocol import build, millis, nested
 
 E = ErrorCode
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+COORDINATOR_TOPICS = {GROUP_KEY: GROUP_METADATA_TOPIC, TRANSACTION_KEY: TRANSACTION_STATE_TOPIC}
+"""The internal topic a coordinator of each key type keeps its state in."""
+KEYS_VERSION = 4
+"""FindCoordinator asks for several keys (coordinator_keys) from v4, for one key before."""
 NO_NODE = {"node_id": -1, "host": "", "port": -1}
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
@@ -48,7 +57,10 @@ def wall_clock_ms() -> int:
 
 
 class FindCoordinatorHandler(ApiHandler):
-    """This broker coordinates every group and every transactional id."""
+    """This broker coordinates every group and every transactional id. As Kafka, the first
+    FindCoordinator for a group makes `__consumer_offsets`, the first for a transactional id
+    `__transaction_state` (a request without keys makes none); unlike Kafka, which answers
+    COORDINATOR_NOT_AVAILABLE until the topic is there, it is answered once the topic is made."""
 
     api_key = 10
     min_version = 0
@@ -56,6 +68,11 @@ class FindCoordinatorHandler(ApiHandler):
 
     async def handle(self, request: Any, ctx: RequestContext) -> object | None:
         key_type = getattr(request, "key_type", GROUP_KEY)
+        internal_topic = COORDINATOR_TOPICS.get(key_type)
+        if internal_topic is not None and (
+            ctx.api_version < KEYS_VERSION or request.coordinator_keys
+        ):
+            await make_internal_topic(ctx, internal_topic)
         return self._response(ctx, request, lambda: self._error(ctx, key_type))
 
     def reject(self, request: Any, ctx: RequestContext, error: ErrorCode) -> object:
@@ -87,7 +104,7 @@ class FindCoordinatorHandler(ApiHandler):
                 node if error is E.none else NO_NODE
             )
 
-        if ctx.api_version < 4:
+        if ctx.api_version < KEYS_VERSION:
             return build(ctx.response_type, throttle_time=NO_THROTTLE, **answer(error_of()))
         coordinator_type = nested(ctx.response_type, "Coordinator")
         return build(

@@ -18,7 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from eoslab.refbroker.apis.base import NO_THROTTLE, ApiHandler, ErrorCodeHandler, RequestContext
-from eoslab.refbroker.internal_topics import GROUP_METADATA_TOPIC, offsets_topic_partition
+from eoslab.refbroker.internal_topics import is_internal, offsets_topic_partition
 from eoslab.refbroker.protocol import build, millis, nested
 from eoslab.refbroker.transactions.transaction_coordinator import InitProducerIdResult
 from eoslab.refbroker.transactions.transaction_metadata import (
@@ -88,10 +88,10 @@ class AddPartitionsToTxnHandler(ApiHandler):
         known = ctx.broker.storage.topics()
         refused = {
             tp: E.topic_authorization_failed  # Kafka's clients may not write internal topics
-            if tp[0] == GROUP_METADATA_TOPIC
+            if is_internal(tp[0])
             else E.unknown_topic_or_partition
             for tp in wanted
-            if tp[0] == GROUP_METADATA_TOPIC or not 0 <= tp[1] < known.get(tp[0], 0)
+            if is_internal(tp[0]) or not 0 <= tp[1] < known.get(tp[0], 0)
         }
         if refused:
             errors = {tp: refused.get(tp, E.operation_not_attempted) for tp in wanted}

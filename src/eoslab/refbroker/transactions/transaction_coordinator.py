@@ -19,9 +19,12 @@ open ones when their timeout passes.
 
 How it differs from Kafka 3.9's coordinator:
     1. One broker coordinates every transactional id: FindCoordinator always names this broker;
-       there is no __transaction_state topic, no loading phase and no coordinator movement
-       (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR after a move, COORDINATOR_NOT_AVAILABLE are
-       never answered; a failed write to disk answers NOT_COORDINATOR, as Kafka maps
+       the __transaction_state topic is made by the first FindCoordinator for a transactional
+       id, as in Kafka, but stays empty (internal_topics.py: the state is kept in
+       transaction_state_manager.py's file); there is no loading phase and no coordinator
+       movement (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR after a move,
+       COORDINATOR_NOT_AVAILABLE are never answered: the first FindCoordinator is answered once
+       the topic is made; a failed write to disk answers NOT_COORDINATOR, as Kafka maps
        KAFKA_STORAGE_ERROR). The coordinator epoch in markers is always 0.
     2. Markers are written synchronously, in the EndTxn request: Kafka answers EndTxn once
        PrepareCommit/PrepareAbort is in its log and sends the markers afterwards, so a client that

@@ -22,6 +22,7 @@ from eoslab.console import (
     fail,
     identifier_column,
 )
+from eoslab.orchestration.bisect_command import bisect
 from eoslab.orchestration.command import app as orchestrate_app
 from eoslab.probe.command import app as probe_app
 from eoslab.proxy.command import app as chaos_app
@@ -56,6 +57,7 @@ app.add_typer(
 app.add_typer(scenarios_command.app, name="scenarios", help="The scenario catalogue.")
 app.command("run")(scenarios_command.run)
 app.command("verify")(verify_command.verify)
+app.command("bisect")(bisect)
 app.add_typer(report_app, name="report", help="Reports: HTML, summary.json, junit.xml.")
 app.add_typer(
     clients_command.app,

@@ -340,3 +340,26 @@ def _span_s(outcomes: list[RunOutcome]) -> float | None:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
+
+def write_bisect_report(name: str, summary: dict[str, Any], reports: Path | None = None) -> Path:
+    """reports/bisect/<name>/{index.html,summary.json}: a bisection's cells (each with its run
+    report) and its answer; returns index.html."""
+    root = reports or reports_root()
+    page_dir = root / "bisect" / name
+    steps = []
+    for step in summary["steps"]:
+        href = None
+        if step["run_dir"] and (Path(step["run_dir"]) / "run.json").is_file():
+            href = _link(write_run_report(Path(step["run_dir"]), root), page_dir)
+        steps.append({**step, "href": href})
+    html = (
+        _templates()
+        .get_template("bisect.html.j2")
+        .render(summary={**summary, "steps": steps}, generated=_now())
+    )
+    page_dir.mkdir(parents=True, exist_ok=True)
+    (page_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    index = page_dir / "index.html"
+    index.write_text(html)
+    return index

@@ -116,6 +116,9 @@ class RunPlan:
     consumers: ConsumerWorkloadSpec | None
     client: str | None
     """The client the roles run (``java:3.9.2``) when it is not the workload's own librdkafka."""
+    as_fixed: bool
+    """Judged by the scenario's expectations without its clients' overrides (``eoslab bisect``:
+    does this release behave as one without the bug)."""
     steps: list[ResolvedStep]
 
     @property
@@ -137,6 +140,7 @@ def plan(
     client: str | None = None,
     group_protocol: GroupProtocol | None = None,
     bootstrap: str | None = None,
+    as_fixed: bool = False,
 ) -> RunPlan:
     """The run of ``scenario`` on ``target``; RunError naming the reason when it could not be
     what the scenario says (an unknown target, a trigger the run would never reach, a client
@@ -165,6 +169,7 @@ def plan(
         workload=workload,
         consumers=consumers,
         client=None if ref is None else str(ref),
+        as_fixed=as_fixed,
         steps=resolve(scenario.nemesis, as_target, scenario.seed if seed is None else seed),
     )
 
@@ -331,6 +336,7 @@ def start(
             run_plan.client,
             transactional=run_plan.workload.transactions is not None,
             copied=run_plan.workload.copy_stage is not None,
+            as_fixed=run_plan.as_fixed,
         ),
         client=run_plan.client,
         librdkafka=ref.version if ref.family == "librdkafka" else None,
@@ -553,6 +559,7 @@ def execute(
     sink: str | None = None,
     client: str | None = None,
     group_protocol: GroupProtocol | None = None,
+    as_fixed: bool = False,
 ) -> RunResult:
     """Run `scenario` on `target` (plan, start, play, finish); for target "external",
     `bootstrap` names the cluster. With a handler ``mode`` the run has a consumer workload in
@@ -570,6 +577,7 @@ def execute(
         client=client,
         group_protocol=group_protocol,
         bootstrap=bootstrap,
+        as_fixed=as_fixed,
     )
     run = start(
         run_plan,

@@ -104,17 +104,20 @@ class ScenarioExpected(Expected):
         *,
         transactional: bool = False,
         copied: bool = False,
+        as_fixed: bool = False,
     ) -> dict[str, str | dict[str, str]]:
         """run.json's `expected`: every check, defaults filled (the consumer half's when the run
         has a consumer workload in ``mode``, the transactions' when its producers are
         transactional, the copy's when it has a copier stage), then the target's, the mode's
-        and the client's overrides."""
+        and the client's overrides — the client's left out ``as_fixed``: what a client without
+        the bug a scenario shows must do (``eoslab bisect`` judges every release by it)."""
+        family = "librdkafka" if client is None else parse_client(client).family
         layers = [
             self,
             self.on.get(target),
             None if mode is None else self.modes.get(mode),
-            self.clients.get("librdkafka" if client is None else parse_client(client).family),
-            None if client is None else self.clients.get(client),
+            None if as_fixed else self.clients.get(family),
+            None if client is None or as_fixed else self.clients.get(client),
         ]
         chosen = [layer for layer in layers if layer is not None]
         anomalies = default_expectations(

@@ -170,7 +170,10 @@ def test_a_cut_drops_one_process_packets_and_no_other(
         socket.create_connection(("127.0.0.1", echo_port), timeout=2).close()
         # a new connection from kafka-1 is not even opened
         once = in_cgroup(network, "kafka-1", CONNECT_ONCE, echo_port)
-        assert subprocess.run(once, capture_output=True, text=True).stdout.strip() == "TimeoutError"
+        assert (
+            subprocess.run(once, capture_output=True, text=True, check=True).stdout.strip()
+            == "TimeoutError"
+        )
         (cut,) = network.active()
         assert (str(cut.link), cut.tag) == ("kafka-1->kafka-2", "test-cut")
         assert cut.packets > 0
@@ -179,7 +182,7 @@ def test_a_cut_drops_one_process_packets_and_no_other(
     assert [str(cut.link) for cut in removed] == ["kafka-1->kafka-2"]
     assert network.active() == []
     assert clients["kafka-1"].sees("ok", timeout_s=30.0)
-    listed = subprocess.run(["iptables", "-S"], capture_output=True, text=True).stdout
+    listed = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=True).stdout
     assert network.chain not in listed  # the chain and its jump are gone
 
 
@@ -218,4 +221,5 @@ def test_without_root_a_cut_is_refused_with_a_clear_message(
     )
     argv = ["java", "kafka.Kafka"]
     assert network.enter(network.config.service("kafka-1"), argv) == argv
-    assert network.active() == [] and network.clear() == []
+    assert network.active() == []
+    assert network.clear() == []

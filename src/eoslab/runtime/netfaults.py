@@ -29,12 +29,14 @@ which both say what they removed; ``lab status`` lists what is cut (:meth:`LabNe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from eoslab.runtime.topology import Kind, LabConfig, Service
 
@@ -48,6 +50,15 @@ INTER_NODE_PORTS = ("internal", "controller")
 IPTABLES_TIMEOUT_S = 30.0
 IPTABLES_WAIT_S = "10"
 """How long iptables waits for the machine-wide xtables lock (other labs edit their chains)."""
+
+
+@runtime_checkable
+class Partitionable(Protocol):
+    """A runtime whose nodes' links can be cut (the local one)."""
+
+    def network(self) -> LabNetwork:
+        """The links between the lab's nodes, and what of them is cut."""
+        ...
 
 
 class NetworkFaultError(RuntimeError):
@@ -129,8 +140,12 @@ class LabNetwork:
 
     def ports(self, link: Link) -> list[int]:
         """The listener ports of ``link.dest`` that ``link.source`` connects to: its client
-        listener for the proxy, else its inter-node listeners (ZooKeeper's only one)."""
-        dest = self.nodes()[link.dest]
+        listener for the proxy, else its inter-node listeners (ZooKeeper's only one); none
+        from ZooKeeper, which (standalone) opens no connection to anyone."""
+        nodes = self.nodes()
+        dest = nodes[link.dest]
+        if nodes[link.source].kind is Kind.ZOOKEEPER:
+            return []
         if link.source == PROXY:
             return [dest.ports["client"]]
         if dest.kind is Kind.ZOOKEEPER:
@@ -300,7 +315,6 @@ def _without_counters(words: list[str]) -> tuple[list[str], int]:
 
 
 def _rmdir(folder: Path) -> None:
-    try:
+    """Remove an empty cgroup (one a process is still in, or one gone already, is left)."""
+    with contextlib.suppress(OSError):
         folder.rmdir()
-    except OSError:
-        pass  # a process still in it (a stray `lab down` kills next), or gone already

@@ -123,23 +123,23 @@ def test_what_moved_is_said_in_the_clusters_words() -> None:
         controller=3,
         controller_epoch=8,
     )
-    assert changes(BEFORE, after, kafka_service, "t", kraft=False) == [
+    assert changes(BEFORE, after, kafka_service, kraft=False) == [
         "kafka-1 lost its ZooKeeper session",
         "controller kafka-2 -> kafka-3 (epoch 7 -> 8)",
-        "t[0] leader kafka-1 -> kafka-2 (leader epoch 4 -> 5)",
-        "t[0] ISR [1, 2, 3] -> [2, 3]",
+        "partition 0 leader kafka-1 -> kafka-2 (leader epoch 4 -> 5)",
+        "partition 0 ISR [1, 2, 3] -> [2, 3]",
     ]
-    assert changes(BEFORE, BEFORE, kafka_service, "t", kraft=False) == []
+    assert changes(BEFORE, BEFORE, kafka_service, kraft=False) == []
     assert not BEFORE.whole([1, 2, 3, 4])
     assert BEFORE.whole([1, 2, 3])
     assert not after.whole([2, 3])  # kafka-1 is out of the ISR
 
 
 def test_a_partition_took_effect_when_the_cluster_noticed_and_recovered() -> None:
-    seen = {"t[0] ISR [1, 2, 3] -> [2, 3]": 10.5}
+    seen = {"partition 0 ISR [1, 2, 3] -> [2, 3]": 10.5}
     assert judged(seen, 2.0, 15.0) == (
         True,
-        "t[0] ISR [1, 2, 3] -> [2, 3] (after 10.5 s); healed after 15.0 s, whole again 2.0 s later",
+        "partition 0 ISR [1, 2, 3] -> [2, 3] (after 10.5 s); healed after 15.0 s, whole again 2.0 s later",
     )
     assert judged({}, 1.0, 15.0) == (
         False,

@@ -36,7 +36,7 @@ from eoslab.clock import wait_until
 from eoslab.probe.client import KafkaProtocolClient
 
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)
-READ_TIMEOUT_S = 3.0
+READ_TIMEOUT_S = 2.0
 WATCH_INTERVAL_S = 0.5
 WHOLE_TIMEOUT_S = 90.0
 """How long a healed cluster may take to be whole again: every broker back, every ISR full."""
@@ -74,9 +74,10 @@ class ClusterState:
 
 
 def changes(
-    before: ClusterState, after: ClusterState, name: Callable[[int], str], topic: str, kraft: bool
+    before: ClusterState, after: ClusterState, name: Callable[[int], str], kraft: bool
 ) -> list[str]:
-    """What moved from ``before`` to ``after`` that a partition makes move, one line each."""
+    """What moved from ``before`` to ``after`` that a partition makes move, one line each (the
+    run topic's partitions by number)."""
     session = "was fenced" if kraft else "lost its ZooKeeper session"
     lines = [f"{name(b)} {session}" for b in sorted(before.live - after.live)]
     if (after.controller, after.controller_epoch) != (before.controller, before.controller_epoch):
@@ -91,11 +92,11 @@ def changes(
             continue
         if (now.leader, now.epoch) != (was.leader, was.epoch) and now.leader != was.leader:
             lines.append(
-                f"{topic}[{index}] leader {_node(was.leader, name)} -> {_node(now.leader, name)} "
+                f"partition {index} leader {_node(was.leader, name)} -> {_node(now.leader, name)} "
                 f"(leader epoch {was.epoch} -> {now.epoch})"
             )
         if now.isr < was.isr:
-            lines.append(f"{topic}[{index}] ISR {sorted(was.isr)} -> {sorted(now.isr)}")
+            lines.append(f"partition {index} ISR {sorted(was.isr)} -> {sorted(now.isr)}")
     return lines
 
 
@@ -129,19 +130,28 @@ def zookeeper_state(connect: str, topic: str) -> ClusterState | None:
         client.close()
 
 
-def kraft_state(addresses: Iterable[str], topic: str) -> ClusterState | None:
-    """Kafka 4's state from the first of ``addresses`` (host:port of nodes, the majority's
-    first) that answers both Metadata and DescribeQuorum; None when none does."""
+def kraft_state(
+    brokers: Iterable[str], controllers: Iterable[str], topic: str
+) -> ClusterState | None:
+    """Kafka 4's state: the partitions and the unfenced brokers from the first of ``brokers``
+    (host:port, the majority's first) that answers Metadata, the quorum from the first of
+    ``controllers`` (their controller listeners) that answers DescribeQuorum as its leader (the
+    others refuse: only the leader describes the quorum). Asked directly, not through a broker,
+    which forwards to the controller it knew and waits out its timeout when that one is cut
+    off. None when no node answers."""
+    quorum = next(
+        (q for q in (metadata_quorum(a, READ_TIMEOUT_S) for a in controllers) if q is not None),
+        None,
+    )
+    if quorum is None:
+        return None
     request = MetadataRequest(
         topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     )
-    for address in addresses:
+    for address in brokers:
         host, _, port = address.rpartition(":")
-        quorum = metadata_quorum(address, READ_TIMEOUT_S)
-        if quorum is None:
-            continue
         try:
             with KafkaProtocolClient(host, int(port), timeout_s=READ_TIMEOUT_S) as client:
                 response: MetadataResponse = client.request(request)

@@ -143,7 +143,7 @@ class NetworkPartitionStep(ServiceStep, EndingStep):
             if len(set(named)) < len(named):
                 raise ValueError(f"a node is in two groups: {groups}")
             return groups, [n for n in nodes if n not in named], self.shape == "one-way"
-        (node,) = ctx.resolve_target(self.service_target or LEADER, self.partition)
+        node = ctx.service(step)
         rest = [n for n in nodes if n != node]
         if self.shape == "bridge":
             random.Random(f"bridge:{ctx.context.seed}:{step.index}").shuffle(rest)
@@ -183,7 +183,6 @@ class NetworkPartitionStep(ServiceStep, EndingStep):
             describe=partial(
                 changes,
                 name=partial(broker_service, lab_target),
-                topic=ctx.context.topic,
                 kraft=lab_target == "kafka4",
             ),
             before=before,
@@ -224,10 +223,10 @@ class NetworkPartitionStep(ServiceStep, EndingStep):
         if ctx.context.lab_target == "kafka":
             return partial(zookeeper_state, config.zookeeper_connect, topic)
         ranked = [bridges, *sorted(groups[1:], key=len, reverse=True), groups[0]]
-        addresses = [
-            f"{HOST}:{config.service(n).ports['advertised']}" for group in ranked for n in group
-        ]
-        return partial(kraft_state, addresses, topic)
+        nodes = [config.service(n) for group in ranked for n in group]
+        brokers = [f"{HOST}:{node.ports['advertised']}" for node in nodes]
+        controllers = [f"{HOST}:{node.ports['controller']}" for node in nodes]
+        return partial(kraft_state, brokers, controllers, topic)
 
     # ---------------------------------------------------------------- the heal
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:

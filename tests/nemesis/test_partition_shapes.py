@@ -146,3 +146,9 @@ def test_a_partition_took_effect_when_the_cluster_noticed_and_recovered() -> Non
         "cut for 15.0 s, and the cluster did not notice (nothing moved)",
     )
     assert not judged(seen, None, 15.0)[0]
+    # isolating the controller must replace it: an ISR alone is not that
+    assert judged(seen, 2.0, 15.0, ("controller ", "metadata quorum leader ")) == (
+        False,
+        "partition 0 ISR [1, 2, 3] -> [2, 3] (after 10.5 s); but no controller or metadata "
+        "quorum leader moved",
+    )

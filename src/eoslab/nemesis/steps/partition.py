@@ -228,6 +228,16 @@ class NetworkPartitionStep(ServiceStep, EndingStep):
         controllers = [f"{HOST}:{node.ports['controller']}" for node in nodes]
         return partial(kraft_state, brokers, controllers, topic)
 
+    def moves(self) -> tuple[str, ...]:
+        """What the cluster must say for a named isolation to have acted (the beginnings of
+        :func:`~eoslab.nemesis.cluster_state.changes` lines): the controller replaced, the
+        partition's leadership moved or its ISR shrunk; () for any change."""
+        if self.shape == "isolate-controller":
+            return ("controller ", "metadata quorum leader ")
+        if self.shape == "isolate-leader":
+            return (f"partition {self.partition} leader ", f"partition {self.partition} ISR ")
+        return ()
+
     # ---------------------------------------------------------------- the heal
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:
         memo = ctx.memo(step)
@@ -252,17 +262,22 @@ class NetworkPartitionStep(ServiceStep, EndingStep):
             "cut_s": cut_s,
             "whole_after_s": whole_s,
         }
-        took_effect, evidence = judged(seen, whole_s, cut_s)
+        took_effect, evidence = judged(seen, whole_s, cut_s, self.moves())
         ctx.judge(step, took_effect, evidence, **observed)
         ctx.log(step, FaultPhase.END, healed_links=True, **observed)
 
 
-def judged(seen: dict[str, float], whole_s: float | None, cut_s: float) -> tuple[bool, str]:
-    """Whether a partition took effect (the cluster said so, and recovered once healed), and
-    the evidence in one line."""
+def judged(
+    seen: dict[str, float], whole_s: float | None, cut_s: float, moves: tuple[str, ...] = ()
+) -> tuple[bool, str]:
+    """Whether a partition took effect (the cluster said so — what ``moves`` names, if it names
+    anything — and recovered once healed), and the evidence in one line."""
     if not seen:
         return False, f"cut for {cut_s} s, and the cluster did not notice (nothing moved)"
     moved = "; ".join(f"{line} (after {at} s)" for line, at in seen.items())
+    if moves and not any(line.startswith(moves) for line in seen):
+        wanted = " or ".join(m.strip() for m in moves)
+        return False, f"{moved}; but no {wanted} moved"
     if whole_s is None:
         return False, f"{moved}; not whole {WHOLE_TIMEOUT_S:g} s after the heal"
     return True, f"{moved}; healed after {cut_s} s, whole again {whole_s} s later"

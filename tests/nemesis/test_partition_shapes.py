@@ -152,3 +152,13 @@ def test_a_partition_took_effect_when_the_cluster_noticed_and_recovered() -> Non
         "partition 0 ISR [1, 2, 3] -> [2, 3] (after 10.5 s); but no controller or metadata "
         "quorum leader moved",
     )
+
+
+def test_random_halves_split_every_node_by_the_seed(tmp_path: Path) -> None:
+    first = partition(Lab(tmp_path / "first", "kafka"), shape="halves")
+    again = partition(Lab(tmp_path / "again", "kafka"), shape="halves")
+    groups, bridges, one_way, _ = first
+    assert first == again  # the same seed draws the same halves
+    assert (bridges, one_way) == ([], False)
+    assert [len(g) for g in groups] == [2, 2]
+    assert sorted(n for g in groups for n in g) == ["kafka-1", "kafka-2", "kafka-3", "zookeeper"]

@@ -13,6 +13,8 @@ Shapes (the named node is the step's ``target``, looked up when the step starts)
 - ``bridge``: the rest split in two halves (seeded) that cannot reach each other, the target
   reaching both (Jepsen's bridge);
 - ``one-way``: the target cannot reach the rest, the rest still reach it;
+- ``halves``: every node of the cluster (ZooKeeper too) in one of two halves drawn by the seed
+  (Jepsen's random halves), the target unused;
 - ``groups``: explicit groups of nodes (services or targets such as ``leader`` or
   ``followers``), every group cut from every other (with ``shape: one-way``: two groups, the
   first cannot reach the second); nodes not named keep every link.
@@ -60,7 +62,9 @@ from eoslab.rundir import LabTarget
 from eoslab.runtime.netfaults import PROXY, LabNetwork, Link
 from eoslab.runtime.topology import HOST, Kind, broker_service, brokers_of
 
-Shape = Literal["isolate-leader", "isolate-controller", "majority-minority", "bridge", "one-way"]
+Shape = Literal[
+    "isolate-leader", "isolate-controller", "majority-minority", "bridge", "one-way", "halves"
+]
 ZOOKEEPER = "zookeeper"
 GROUP_NAMES = (*(name for name in SERVICE_TARGETS if name != RANDOM_BROKER), ZOOKEEPER)
 """What a group may name: a service, ZooKeeper, or a target looked up at the step's start."""
@@ -115,7 +119,7 @@ class NetworkPartitionStep(ServiceStep, EndingStep):
 
     @property
     def service_target(self) -> str | None:
-        if self.groups is not None:
+        if self.groups is not None or self.shape == "halves":
             return None
         return SHAPE_TARGETS.get(str(self.shape), self.target)
 
@@ -143,6 +147,11 @@ class NetworkPartitionStep(ServiceStep, EndingStep):
             if len(set(named)) < len(named):
                 raise ValueError(f"a node is in two groups: {groups}")
             return groups, [n for n in nodes if n not in named], self.shape == "one-way"
+        if self.shape == "halves":
+            drawn = list(nodes)
+            random.Random(f"halves:{ctx.context.seed}:{step.index}").shuffle(drawn)
+            half = len(drawn) // 2
+            return [sorted(drawn[:half]), sorted(drawn[half:])], [], False
         node = ctx.service(step)
         rest = [n for n in nodes if n != node]
         if self.shape == "bridge":

@@ -128,7 +128,7 @@ class LabNetwork:
                 "network partitions need root (iptables and cgroups); run the lab and the "
                 "scenario as root"
             )
-        if shutil.which("iptables") is None:
+        if shutil.which("iptables") is None or shutil.which("iptables-restore") is None:
             return "network partitions need iptables (apt-get install iptables)"
         if self._root is None:
             return "network partitions need the cgroup v2 hierarchy mounted (none in /proc/mounts)"
@@ -215,8 +215,25 @@ class LabNetwork:
         if self._rules() is None:
             self._iptables("-N", self.chain)
             self._iptables("-A", *self._jump)
-        for link in links:
-            self._iptables("-A", self.chain, *self._rule(link, tag))
+        self._transaction("-A", [self._rule(link, tag) for link in links])
+
+    def _transaction(self, action: str, rules: list[list[str]]) -> None:
+        """Append (``-A``) or delete (``-D``) rules of the lab's chain in one transaction
+        (``iptables-restore``): all of a cut or none, even when the nemesis dies on the way."""
+        lines = [
+            " ".join([action, self.chain, *(f'"{word}"' if " " in word else word for word in rule)])
+            for rule in rules
+        ]
+        done = subprocess.run(
+            ["iptables-restore", "--noflush"],
+            input="\n".join(["*filter", *lines, "COMMIT", ""]),
+            capture_output=True,
+            text=True,
+            timeout=IPTABLES_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise NetworkFaultError(f"iptables-restore: {done.stderr.strip() or done.returncode}")
 
     def _rule(self, link: Link, tag: str) -> list[str]:
         ports = ",".join(str(port) for port in self.ports(link))
@@ -249,8 +266,8 @@ class LabNetwork:
         if rules is None:
             return []
         removed = [(cut, spec) for cut, spec in rules if cut.tag == tag]
-        for _, spec in removed:
-            self._iptables("-D", self.chain, *spec)
+        if removed:
+            self._transaction("-D", [spec for _, spec in removed])
         if len(removed) == len(rules):
             self._drop_chain()
         return [cut for cut, _ in removed]

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from eoslab.clock import wait_until
 from eoslab.runtime.topology import Kind, LabConfig, Service
 
 PROXY = "proxy"
@@ -47,6 +48,8 @@ NODE_KINDS = (Kind.ZOOKEEPER, Kind.KAFKA, Kind.KAFKA4, Kind.REFBROKER, Kind.PROX
 INTER_NODE_PORTS = ("internal", "controller")
 """A Kafka node's listeners that other nodes reach: replication and the controller's requests
 (Kafka 3.9), and the Raft quorum (Kafka 4's controller listener)."""
+EMPTY_TIMEOUT_S = 5.0
+"""How long ``lab down`` waits for a node's cgroup to empty after its process exited."""
 IPTABLES_TIMEOUT_S = 30.0
 IPTABLES_WAIT_S = "10"
 """How long iptables waits for the machine-wide xtables lock (other labs edit their chains)."""
@@ -332,6 +335,16 @@ def _without_counters(words: list[str]) -> tuple[list[str], int]:
 
 
 def _rmdir(folder: Path) -> None:
-    """Remove an empty cgroup (one a process is still in, or one gone already, is left)."""
+    """Remove an empty cgroup: once the kernel no longer counts a process in it (it does for a
+    moment after the last one exited), within :data:`EMPTY_TIMEOUT_S`; one a process is still
+    in, or one gone already, is left."""
+    wait_until(lambda: not _populated(folder), EMPTY_TIMEOUT_S, interval_s=0.1)
     with contextlib.suppress(OSError):
         folder.rmdir()
+
+
+def _populated(folder: Path) -> bool:
+    try:
+        return "populated 1" in (folder / "cgroup.events").read_text()
+    except OSError:
+        return False

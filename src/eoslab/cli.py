@@ -334,6 +334,14 @@ def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
         )
     for target, view in status.clusters.items():
         _print_cluster(CLUSTER_TITLES[target], view, partitions)
+    if status.removed_cuts:
+        console.print(
+            f"Removed {len(status.removed_cuts)} cut link(s) a nemesis left behind: "
+            + "; ".join(status.removed_cuts),
+            soft_wrap=True,
+        )
+    for cut in status.cuts:
+        console.print(f"[yellow]network partition[/]: {cut} is cut", soft_wrap=True)
 
 
 def _print_cluster(title: str, view: ClusterView, partitions: bool) -> None:

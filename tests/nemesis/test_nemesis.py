@@ -601,3 +601,24 @@ def test_delete_records_takes_effect_when_the_log_start_moves(
 def test_every_step_kind_is_covered_here() -> None:
     source = Path(__file__).read_text()
     assert all(f'"kind": "{kind}"' in source for kind in STEP_KINDS)
+
+
+def test_partitions_are_refused_where_links_cannot_be_cut_and_a_heal_has_nothing_to_heal(
+    tmp_path: Path,
+) -> None:
+    """The fake lab's runtime cannot cut links (the compose runtime neither): the steps fail
+    with the reason, never silently skipped, and did not take effect; the run goes on."""
+    lab = Lab(tmp_path, "kafka")
+    partition, heal = lab.steps(
+        "kafka",
+        {"kind": "partition", "at": 0, "shape": "isolate-leader"},
+        {"kind": "heal", "at": 1},
+    )
+    lab.nemesis.start(partition)
+    lab.nemesis.start(heal)
+    refused = "the FakeRuntime cannot cut links between the lab's nodes"
+    assert [refused in error for error in lab.nemesis.errors] == [True, True]
+    cut, healed = lab.effects(partition, heal)
+    assert not cut.took_effect
+    assert not healed.took_effect
+    assert ("partition", "leader", "failed") in lab.logged()

@@ -84,6 +84,13 @@ CELLS = (
     CatalogueCell("lost-commit", "refbroker"),
     CatalogueCell("rebalance-storm", "refbroker"),
     CatalogueCell("zombie-consumer", "kafka"),
+    CatalogueCell("leader-isolated", "kafka", records=1500),
+    CatalogueCell("leader-isolated-acks-1", "kafka4", records=1500, subject=("lost",)),
+    CatalogueCell("zk-session-loss", "kafka", records=1500),
+    CatalogueCell("quorum-minority", "kafka4", records=1000),
+    CatalogueCell("partition-rolling", "kafka"),
+    CatalogueCell("txn-coordinator-isolated", "kafka4", records=1000),
+    CatalogueCell("group-coordinator-isolated", "kafka4", records=1000),
 )
 CHECKED_ELSEWHERE = {
     "baseline": "tests/orchestration/test_dag_runs.py (a cell of the nightly DAG's matrix, "

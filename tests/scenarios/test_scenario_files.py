@@ -56,6 +56,13 @@ CATALOGUE = [
     "txn-hanging-transaction",
     "txn-copy-coordinator-kill",
     "txn-copy-at-least-once",
+    "leader-isolated",
+    "leader-isolated-acks-1",
+    "zk-session-loss",
+    "quorum-minority",
+    "partition-rolling",
+    "txn-coordinator-isolated",
+    "group-coordinator-isolated",
 ]
 
 

@@ -2,7 +2,8 @@
 took effect, and heals.
 
 Process faults go through the lab runtime (kill -9, SIGSTOP/SIGCONT, restart), network faults
-through the chaos proxy's control API, state faults through the reference broker's, producer
+through the chaos proxy's control API (between clients and brokers) or the runtime's network
+(partitions between the lab's nodes: :mod:`eoslab.runtime.netfaults`), state faults through the reference broker's, producer
 and consumer faults through the workloads. Each step says how to undo what it broke
 (:meth:`Nemesis.broke`); its end undoes it, and :meth:`Nemesis.heal` ends whatever is still
 broken, last broken first, even when the run fails halfway.
@@ -17,7 +18,7 @@ and the run's verdict is then invalid.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,7 @@ from eoslab.proxy.control_client import ProxyControl
 from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.run_context import RunContext
 from eoslab.runtime.lab import ProcessFaults
+from eoslab.runtime.netfaults import LabNetwork, Partitionable
 from eoslab.runtime.topology import REFBROKER_SERVICE, broker_service
 from eoslab.workload.consumer_workload import ConsumerWorkload
 from eoslab.workload.supervisor import Workload
@@ -176,17 +178,9 @@ class Nemesis:
             FOLLOWERS,
         ):
             return known
-        service = step.target
-        if service == LEADER:
-            service = self.leader_of(getattr(step.step, "partition", 0))
-        elif service == COORDINATOR:
-            service = self.coordinator()
-        elif service == TXN_COORDINATOR:
-            service = self.txn_coordinator()
-        elif service == CONTROLLER:
-            service = self.controller()
-        if service is None:
+        if step.target is None:
             raise NemesisError(f"step {step.index} ({step.kind}) has no target")
+        (service,) = self.resolve_target(step.target, getattr(step.step, "partition", 0))
         with self._lock:
             self._services[step.index] = service
         return service
@@ -199,17 +193,32 @@ class Nemesis:
         with self._lock:
             known = self._services.get(step.index)
         if known is None:
-            if self.context.lab_target == "refbroker":
-                raise NemesisError("the reference broker is one node: a partition has no followers")
-            partition = getattr(step.step, "partition", 0)
-            try:
-                found = find_leader(self.context.bootstrap, self.context.topic, partition)
-            except LeaderLookupError as error:
-                raise NemesisError(str(error)) from error
-            known = ",".join(broker_service(self.context.lab_target, f) for f in found.followers)
+            known = ",".join(self.resolve_target(FOLLOWERS, getattr(step.step, "partition", 0)))
             with self._lock:
                 self._services[step.index] = known
         return known.split(",") if known else []
+
+    def resolve_target(self, name: str, partition: int = 0) -> list[str]:
+        """The services a target names now: the leader of ``partition`` of the run's topic, its
+        followers, the group's or the transactions' coordinator, the active controller, or a
+        service named as itself."""
+        if name == LEADER:
+            return [self.leader_of(partition)]
+        if name == COORDINATOR:
+            return [self.coordinator()]
+        if name == TXN_COORDINATOR:
+            return [self.txn_coordinator()]
+        if name == CONTROLLER:
+            return [self.controller()]
+        if name != FOLLOWERS:
+            return [name]
+        if self.context.lab_target == "refbroker":
+            raise NemesisError("the reference broker is one node: a partition has no followers")
+        try:
+            found = find_leader(self.context.bootstrap, self.context.topic, partition)
+        except LeaderLookupError as error:
+            raise NemesisError(str(error)) from error
+        return [broker_service(self.context.lab_target, f) for f in found.followers]
 
     def _known_service(self, step: ResolvedStep) -> str | None:
         with self._lock:
@@ -279,6 +288,29 @@ class Nemesis:
             damage = self._damage.pop(step.index, None)
         if damage is not None:
             damage.undo()
+
+    def end_faults(self, kinds: Collection[str]) -> list[ResolvedStep]:
+        """End every step of these kinds whose fault is still in place, as its own end would
+        (so its evidence is read), last broken first; the steps ended."""
+        with self._lock:
+            outstanding = [d.step for d in self._damage.values() if d.step.kind in kinds][::-1]
+        for step in outstanding:
+            self.end(step)
+        return outstanding
+
+    def network(self) -> LabNetwork:
+        """The lab's network, for cutting links between its nodes; refused with the reason when
+        the runtime or the machine cannot (another runtime, no root)."""
+        if not isinstance(self.runtime, Partitionable):
+            raise NemesisError(
+                f"network partitions need the local runtime; the {type(self.runtime).__name__} "
+                "cannot cut links between the lab's nodes"
+            )
+        network = self.runtime.network()
+        why = network.unavailable()
+        if why is not None:
+            raise NemesisError(why)
+        return network
 
     def proxy(self) -> ProxyControl:
         return self._proxy

@@ -7,6 +7,11 @@ act on those records, so the lab outlives the command that started it.
 Kafka 4's nodes are formatted before their first start (`kafka-storage format`: the lab's
 one cluster id, the static quorum of the three nodes), all at once; a node whose data folder is
 formatted already keeps it.
+
+The lab's nodes (ZooKeeper, the brokers, the reference broker, the proxy) each start in a cgroup
+of their own when the lab runs as root, so that the nemesis can cut the links between them
+(:mod:`eoslab.runtime.netfaults`); `down` removes every cut of the lab, and `up` any a nemesis
+that died mid-partition left behind (its status lists them).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from eoslab.console import log_tail
 from eoslab.runtime import configs, health, processes
 from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.runtime.lab import ProcessObservation, ProcessState
+from eoslab.runtime.netfaults import LabNetwork
 from eoslab.runtime.postgres import PostgresError, PostgresServer
 from eoslab.runtime.processes import ProcessRecord
 from eoslab.runtime.spark import connect_server_command, spark_environment
@@ -245,7 +251,7 @@ class LocalRuntime:
         }.get(service.kind, dict)()
         return processes.spawn(
             service.name,
-            self.argv(service),
+            self.network().enter(service, self.argv(service)),
             self.log_path(service.name),
             self.config.state_dir,
             env={"PYTHONUNBUFFERED": "1", TARGETS: ",".join(self.config.targets), **env},
@@ -293,8 +299,13 @@ class LocalRuntime:
                 "them: stop it, or move this lab with EOSLAB_PORT_OFFSET=<n>"
             )
 
+    def network(self) -> LabNetwork:
+        """The links between the lab's nodes, and what of them is cut."""
+        return LabNetwork(self.config)
+
     def up(self) -> LabStatus:
         self._preflight()
+        stale = self.network().clear()
         records: dict[str, ProcessRecord] = {}
         try:
             self._format_kafka4()
@@ -311,7 +322,7 @@ class LocalRuntime:
                 processes.stop(record, grace_s=5.0)
             self.state_file.unlink(missing_ok=True)
             raise
-        return self.status()
+        return replace(self.status(), removed_cuts=[str(cut) for cut in stale])
 
     def _format_kafka4(self) -> None:
         """`kafka-storage format` every Kafka 4 node not formatted yet, all at once, with the
@@ -416,7 +427,10 @@ class LocalRuntime:
         )
 
     def down(self, purge: bool = False) -> None:
-        """Stop everything (brokers together, ZooKeeper last) and leave no process behind."""
+        """Heal every cut link, stop everything (brokers together, ZooKeeper last) and leave no
+        process behind."""
+        network = self.network()
+        network.clear()
         kinds = {s.name: s.kind for s in self.config.services()}
         zookeeper_last = sorted(
             self._records().values(), key=lambda r: kinds.get(r.name) is Kind.ZOOKEEPER
@@ -428,6 +442,7 @@ class LocalRuntime:
             processes.stop(record, self.config.stop_grace_s)
         for stray in processes.processes_of(self.config.state_dir):
             stray.kill()
+        network.remove_cgroups()
         self.state_file.unlink(missing_ok=True)
         if purge and self.config.state_dir.exists():
             shutil.rmtree(self.config.state_dir)
@@ -470,7 +485,8 @@ class LocalRuntime:
             )
             for target in self.config.targets
         }
-        return LabStatus(self.name, str(self.config.state_dir), services, clusters)
+        cuts = [str(cut) for cut in self.network().active()]
+        return LabStatus(self.name, str(self.config.state_dir), services, clusters, cuts=cuts)
 
     def logs(self, name: str, lines: int = 50) -> str:
         self.config.service(name)

@@ -53,6 +53,11 @@ class LabStatus:
     services: list[ServiceStatus]
     clusters: dict[LabTarget, ClusterView]
     """Each target the lab runs (``kafka``, ``kafka4``, ``refbroker``), as its metadata shows it."""
+    cuts: list[str] = field(default_factory=list)
+    """The links between the lab's nodes cut now (network partitions), one line each."""
+    removed_cuts: list[str] = field(default_factory=list)
+    """Cut links the command found left behind and removed (``lab up`` after a nemesis that
+    died mid-partition)."""
 
     @property
     def up(self) -> bool:
@@ -66,6 +71,8 @@ class LabStatus:
             "state_dir": self.state_dir,
             "services": [asdict(s) for s in self.services],
             **clusters,
+            "cuts": self.cuts,
+            "removed_cuts": self.removed_cuts,
             "up": self.up,
         }
 

@@ -11,7 +11,9 @@ from eoslab.nemesis.steps.consumer_crash import ConsumerCrashStep
 from eoslab.nemesis.steps.consumer_join import ConsumerJoinStep
 from eoslab.nemesis.steps.consumer_pause import ConsumerPauseStep
 from eoslab.nemesis.steps.delete_records import DeleteRecordsStep
+from eoslab.nemesis.steps.heal import HealStep
 from eoslab.nemesis.steps.kill import KillStep
+from eoslab.nemesis.steps.partition import NetworkPartitionStep
 from eoslab.nemesis.steps.pause import PauseStep
 from eoslab.nemesis.steps.probe import ProbeStep
 from eoslab.nemesis.steps.producer_crash import ProducerCrashStep
@@ -36,7 +38,9 @@ AnyStep = Annotated[
     | ConsumerCrashStep
     | ConsumerPauseStep
     | ConsumerJoinStep
-    | DeleteRecordsStep,
+    | DeleteRecordsStep
+    | NetworkPartitionStep
+    | HealStep,
     Field(discriminator="kind"),
 ]
 """A scenario's nemesis step, told apart by ``kind``."""

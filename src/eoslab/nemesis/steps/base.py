@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from eoslab.refbroker.control_client import RefbrokerControl
     from eoslab.run_context import RunContext
     from eoslab.runtime.lab import ProcessFaults
+    from eoslab.runtime.netfaults import LabNetwork
     from eoslab.workload.consumer_workload import ConsumerWorkload
     from eoslab.workload.supervisor import Workload
 
@@ -93,6 +94,11 @@ class StepContext(Protocol):
         """The service leading a partition of the run's topic now."""
         ...
 
+    def resolve_target(self, name: str, partition: int = 0) -> list[str]:
+        """The services a target names now (``leader``, ``followers``, ``controller``, a
+        coordinator, a service)."""
+        ...
+
     def log(
         self,
         step: ResolvedStep,
@@ -127,6 +133,16 @@ class StepContext(Protocol):
 
     def repair(self, step: ResolvedStep) -> None:
         """Undo what the step broke, now (its end)."""
+        ...
+
+    def end_faults(self, kinds: Collection[str]) -> list[ResolvedStep]:
+        """End every step of these kinds whose fault is still in place, as its own end would;
+        the steps ended."""
+        ...
+
+    def network(self) -> LabNetwork:
+        """The lab's network, for cutting links between its nodes (refused, with the reason,
+        where it cannot be)."""
         ...
 
     def proxy(self) -> ProxyControl: ...

@@ -123,6 +123,38 @@ def test_the_runner_starts_ends_and_skips_on_its_clock() -> None:
     assert runner.done
 
 
+def test_a_step_at_zero_is_in_place_before_the_workload_starts() -> None:
+    scenario = parse_scenario(
+        {
+            "name": "first",
+            "description": "d",
+            "targets": ["kafka"],
+            "nemesis": [
+                {"kind": "pause", "at": 0, "target": "kafka-1", "duration": 2.0},
+                {"kind": "restart", "at": 0.5, "target": "kafka-2"},
+            ],
+        },
+        "first",
+    )
+    now = [50.0]
+    recorder = Recorder()
+    runner = TimelineRunner(
+        resolve(scenario.nemesis, "kafka", 0),
+        recorder,
+        acked=lambda: 0,
+        workload_done=lambda: False,
+        clock=lambda: now[0],
+    )
+    runner.prime()  # before the workload: only the step at 0
+    assert recorder.events == [("start", 0)]
+    now[0] = 51.5  # the clients took 1.5 s to start; the timeline's clock starts now
+    runner.tick(now[0])
+    assert recorder.events == [("start", 0)]
+    now[0] = 52.0  # the at-0 step's duration runs from when it was in place
+    runner.tick(now[0])
+    assert recorder.events == [("start", 0), ("start", 1), ("end", 0)]
+
+
 def test_the_runner_thread_plays_the_same_timeline_and_stops_by_itself() -> None:
     scenario = parse_scenario(
         {

@@ -1,7 +1,9 @@
 """Fault timelines: when each step starts and ends, and the thread that plays them.
 
 A scenario lists steps (`steps/`). Each starts at an offset (``at``: seconds from the
-workload's start, or ``after_acked``: once that many records are acknowledged), optionally
+workload's start, or ``after_acked``: once that many records are acknowledged; ``at: 0`` is in
+place *before* the workload starts, so that it meets the clients' very first requests:
+InitProducerId, FindCoordinator, the first Metadata), optionally
 shifted by a seeded ``jitter``, and steps that end have a ``duration`` (or an ``until``
 offset). Targets are a service (``kafka-2``, ``kafka4-1``, ``refbroker``), ``random-broker`` (a
 seeded pick), ``leader`` (the current leader of ``partition``), ``coordinator`` (the group's)
@@ -96,6 +98,18 @@ class TimelineRunner(threading.Thread):
     def done(self) -> bool:
         return not (self._pending or self._active)
 
+    def prime(self) -> None:
+        """Start the steps due at once (``at: 0``), before the workload starts: a fault in place
+        before the first client is made. The thread's clock starts later, with the workload."""
+        for step in [s for s in self._pending if s.at_s == 0]:
+            self._pending.remove(step)
+            self._begin(step)
+
+    def _begin(self, step: ResolvedStep) -> None:
+        self._executor.start(step)
+        if step.duration_s is not None:  # the fault lasts from when it is in place
+            self._active.append((self._clock() + step.duration_s, step))
+
     def stop(self) -> None:
         self._stop_requested.set()
 
@@ -115,9 +129,7 @@ class TimelineRunner(threading.Thread):
         elapsed = now - self._origin
         for step in [s for s in self._pending if self._due(s, elapsed)]:
             self._pending.remove(step)
-            self._executor.start(step)
-            if step.duration_s is not None:  # the fault lasts from when it is in place
-                self._active.append((self._clock() + step.duration_s, step))
+            self._begin(step)
         if self._pending and self._workload_done():
             for step in self._pending:
                 self._executor.skip(step, "the workload finished before its trigger")

@@ -450,6 +450,7 @@ def play(run: Run, *, show_progress: bool | None = None) -> list[str]:
     """Workloads ∥ timeline until done or the scenario's time bound; returns what went wrong
     while playing (the workloads and timeline are still to be stopped: :func:`finish`)."""
     problems: list[str] = []
+    run.timeline.prime()  # `at: 0` faults meet the clients' first requests
     if run.readers is not None:
         run.readers.start()
     if run.copiers is not None:

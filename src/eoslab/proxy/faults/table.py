@@ -60,13 +60,13 @@ class FaultTable:
         return iter(tuple(self._faults.values()))
 
     def for_route(self, route: str) -> tuple[ActiveFault, ...]:
-        """The faults that may act on a route's frames; empty on the fast path."""
+        """The faults that may act on (or watch) a route's frames; empty on the fast path."""
         faults = self._by_route.get(route)
         if faults is None:
             faults = tuple(
                 fault
                 for fault in self._faults.values()
-                if fault.concerns_route(route) and fault.spec.per_frame()
+                if (fault.concerns_route(route) or fault.watching) and fault.spec.per_frame()
             )
             self._by_route[route] = faults
         return faults
@@ -74,6 +74,9 @@ class FaultTable:
     def judge(self, frame: FrameContext, faults: tuple[ActiveFault, ...]) -> FrameVerdict | None:
         """The verdict for one frame, None when no fault fires (the frame passes untouched)."""
         now = self.clock()
+        for fault in faults:
+            if fault.watching:
+                fault.spec.watch(fault, frame)
         verdict: FrameVerdict | None = None
         for fault in faults:
             if not fault.fires(frame, now):

@@ -31,15 +31,14 @@ from eoslab.proxy.faults.results import (
     encodable_apis,
     error_response,
     partitioned,
-    require_encodable,
     rewritten_response,
 )
 from eoslab.proxy.faults.spec import (
+    DecodedFaultSpec,
     Direction,
     FaultEvidence,
     FaultState,
     FrameContext,
-    FrameFaultSpec,
     FrameVerdict,
 )
 
@@ -64,9 +63,8 @@ class ErrorTally:
                 self.replaced[result.before] += 1
 
 
-class ErrorSpec(FrameFaultSpec):
+class ErrorSpec(DecodedFaultSpec):
     kind: Literal["error"]
-    api: str = Field(description="the Kafka API whose requests get the error (name or number)")
     error: str = Field(description="a Kafka error name (or code): OUT_OF_ORDER_SEQUENCE_NUMBER")
     mode: Literal["reject", "rewrite"] = Field(
         description="reject: answer in the broker's place; rewrite: forward, then rewrite the "
@@ -78,11 +76,6 @@ class ErrorSpec(FrameFaultSpec):
     connection: int | None = Field(
         None, ge=1, description="only this connection of the proxy's (ids as in its fault log)"
     )
-
-    @field_validator("api")
-    @classmethod
-    def _encodable_api(cls, api: str) -> str:
-        return require_encodable(api)
 
     @field_validator("error", mode="before")
     @classmethod

@@ -26,13 +26,12 @@ from pydantic import Field, field_validator, model_validator
 
 from eoslab.clock import now_ms
 from eoslab.kafka_api import api_name, parse_api_key
-from eoslab.proxy.faults.results import require_encodable
 from eoslab.proxy.faults.spec import (
+    DecodedFaultSpec,
     Direction,
     FaultEvidence,
     FaultState,
     FrameContext,
-    FrameFaultSpec,
     FrameVerdict,
     LateCopy,
 )
@@ -84,9 +83,8 @@ class LateCopies:
             self.courier.released(copy)
 
 
-class LateSpec(FrameFaultSpec):
+class LateSpec(DecodedFaultSpec):
     kind: Literal["late"]
-    api: str = Field(description="the Kafka API of the requests to capture (name or number)")
     forward: bool = Field(description="let the original through as well (the broker sees it twice)")
     count: int = Field(1, ge=1, le=MAX_COPIES, description="capture the next N matching requests")
     after_ms: int | None = Field(
@@ -96,11 +94,6 @@ class LateSpec(FrameFaultSpec):
         None, description="deliver once the next request of this API (any route) is answered"
     )
     reset: bool = Field(False, description="then reset the client's connection")
-
-    @field_validator("api")
-    @classmethod
-    def _encodable_api(cls, api: str) -> str:
-        return require_encodable(api)
 
     @field_validator("after_api", mode="before")
     @classmethod

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Protocol, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from eoslab.kafka_api import api_name, parse_api_key
+from eoslab.proxy.faults.results import require_encodable
 
 ANY = "*"
 CONNECTION = "(connection)"
@@ -295,6 +296,17 @@ class FrameFaultSpec(FaultSpec):
 
     def trigger(self) -> tuple[int | None, float | None, int | None]:
         return self.count, self.probability, self.seed
+
+
+class DecodedFaultSpec(FrameFaultSpec):
+    """A fault on the requests of one API, whose messages the proxy decodes (with kio)."""
+
+    api: str = Field(description="the Kafka API (name or number) whose requests it acts on")
+
+    @field_validator("api")
+    @classmethod
+    def _encodable_api(cls, api: str) -> str:
+        return require_encodable(api)
 
 
 class DirectedFaultSpec(FrameFaultSpec):

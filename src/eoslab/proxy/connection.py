@@ -218,7 +218,6 @@ class ProxiedConnection:
         for end in run.ends:
             api_key, api_version, correlation_id = self._seen(buffer, start, end - start, direction)
             if faults or answers:
-                data = buffer[start:end]
                 frame = FrameContext(
                     self.route,
                     direction,
@@ -227,22 +226,16 @@ class ProxiedConnection:
                     correlation_id,
                     end - start,
                     self.id,
-                    data,
+                    buffer,
+                    start,
                 )
                 verdict = self._services.faults.judge(frame, faults) if faults else None
-                before, after = self._answers.around(correlation_id) if answers else ((), ())
-                if verdict is not None or before or after:
+                if verdict is not None or answers:
                     if start > untouched_from:
                         outbox.send(buffer[untouched_from:start])
                     untouched_from = end
-                    for answer in before:
-                        outbox.send(memoryview(answer))
-                    if verdict is None:
-                        outbox.send(data)
-                    elif not await self._apply(verdict, frame, data, outbox):
+                    if not await self._pass(verdict, frame, buffer[start:end], outbox):
                         return False
-                    for answer in after:
-                        outbox.send(memoryview(answer))
             start = end
         if start > untouched_from:
             outbox.send(buffer[untouched_from:start])
@@ -277,6 +270,23 @@ class ProxiedConnection:
             )
         self._services.counters.frame(self.route, api_key, direction, size)
         return api_key, api_version, correlation_id
+
+    async def _pass(
+        self, verdict: FrameVerdict | None, frame: FrameContext, data: memoryview, outbox: Outbox
+    ) -> bool:
+        """Pass on one frame that left the fast path: a fault's verdict on it, or the proxy's
+        own answers due around it (a response); False once the connection has been reset."""
+        answered = frame.direction is Direction.RESPONSE and self._answers.queue
+        before, after = self._answers.around(frame.correlation_id) if answered else ((), ())
+        for answer in before:
+            outbox.send(memoryview(answer))
+        if verdict is None:
+            outbox.send(data)
+        elif not await self._apply(verdict, frame, data, outbox):
+            return False
+        for answer in after:
+            outbox.send(memoryview(answer))
+        return True
 
     async def _apply(
         self, verdict: FrameVerdict, frame: FrameContext, data: memoryview, outbox: Outbox

@@ -323,6 +323,35 @@ def test_a_late_copy_of_a_produce_is_delivered_answered_and_written_again(
     assert read_topic(bootstrap, topic, partitions=1) == [b"warm", b"twice", b"twice"]
 
 
+def test_a_late_copy_still_waiting_when_its_fault_is_removed_is_never_delivered(
+    lab: LocalRuntime, proxy: ProxyControl
+) -> None:
+    bootstrap = lab.config.refbroker_bootstrap
+    topic = new_topic(bootstrap, partitions=1)
+    client = producer(bootstrap)
+    fault_id = proxy.add(
+        {
+            "kind": "late",
+            "route": "refbroker",
+            "api": "Produce",
+            "forward": True,
+            "after_ms": 60_000,
+        }
+    )
+    produce(client, topic, [b"once"])
+    assert len(proxy.fault(fault_id)["evidence"]["late"]) == 1
+
+    proxy.remove(fault_id)
+
+    deadline = time.monotonic() + 10
+    ends: list[dict[str, Any]] = []
+    while not ends and time.monotonic() < deadline:
+        ends = [e for e in proxy.log() if e["fault_id"] == fault_id and e.get("late") == "failed"]
+        time.sleep(0.1)
+    assert ends[0]["failure"] == "the fault was removed before the copy was delivered"
+    assert read_topic(bootstrap, topic, partitions=1) == [b"once"]
+
+
 @pytest.mark.parametrize("target", ["refbroker", "kafka"])
 def test_a_produce_delivered_after_its_transaction_was_aborted_is_refused(
     lab: LocalRuntime, proxy: ProxyControl, target: LabTarget

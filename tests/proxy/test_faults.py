@@ -356,3 +356,12 @@ def test_a_late_copy_is_released_by_the_answer_to_the_next_request_of_its_after_
 
     assert fault.evidence().late[0].released_ms is not None
     assert fault.state.copies[0].frame == b"produce"
+
+
+def test_an_error_fault_with_a_connection_leaves_the_others_alone(table: FaultTable) -> None:
+    fault = table.add(
+        {"kind": "error", "api": "Produce", "error": 6, "mode": "rewrite", "connection": 4}
+    )
+
+    assert table.judge(produce_response(1, (0,)), table.for_route("kafka-1")) is None  # conn. 3
+    assert fault.matched == 0

@@ -4,9 +4,10 @@ import pytest
 
 from eoslab.proxy.faults import parse_fault_spec
 from eoslab.proxy.faults.drop_response import DropResponseSpec
+from eoslab.proxy.faults.error import ErrorSpec
 from eoslab.proxy.faults.latency import LatencySpec
 from eoslab.proxy.faults.reset import ResetSpec
-from eoslab.proxy.faults.spec import FaultSpecError
+from eoslab.proxy.faults.spec import Direction, FaultSpecError
 
 ROUTES = ("kafka-1", "kafka-2", "refbroker")
 
@@ -33,6 +34,50 @@ ROUTES = ("kafka-1", "kafka-2", "refbroker")
         ({"kind": "delay", "ms": 1, "start_ms": 500, "end_ms": 100}, "end_ms: must be after"),
         ({"kind": "delay", "ms": 1, "start_ms": 0, "end_at_ms": 10**12}, "start_at_ms: give"),
         ({"kind": "reset", "immediate": True, "count": 1}, "count: an immediate reset takes"),
+        (
+            {"kind": "error", "api": "Produce", "error": "OUT_OF_ORDER_SEQ", "mode": "rewrite"},
+            "error: unknown Kafka error 'OUT_OF_ORDER_SEQ'",
+        ),
+        ({"kind": "error", "api": "Produce", "error": 9999, "mode": "reject"}, "error: unknown"),
+        ({"kind": "error", "api": "Produce", "error": "NONE", "mode": "reject"}, "error: NONE is"),
+        ({"kind": "error", "error": 7, "mode": "reject"}, "api: Field required"),
+        ({"kind": "error", "api": "*", "error": 7, "mode": "reject"}, "api: name one API"),
+        (
+            {"kind": "error", "api": "SaslHandshake", "error": 7, "mode": "reject"},
+            "api: the proxy cannot encode SaslHandshake messages (it can: Produce, Fetch",
+        ),
+        ({"kind": "error", "api": "Produce", "error": 7}, "mode: Field required"),
+        ({"kind": "error", "api": "Produce", "error": 7, "mode": "lie"}, "mode: Input should be"),
+        (
+            {
+                "kind": "error",
+                "api": "InitProducerId",
+                "error": 7,
+                "mode": "reject",
+                "partition": 1,
+            },
+            "partition: InitProducerId has no per-partition results (these have: Produce, Fetch",
+        ),
+        (
+            {
+                "kind": "error",
+                "api": "Produce",
+                "error": 7,
+                "mode": "reject",
+                "direction": "request",
+            },
+            "direction: Extra inputs are not permitted",
+        ),
+        ({"kind": "late", "api": "Produce", "after_ms": 10}, "forward: Field required"),
+        ({"kind": "late", "api": "Produce", "forward": True}, "after_ms: say when to deliver"),
+        (
+            {"kind": "late", "api": "Produce", "forward": True, "after_api": "EndTx"},
+            "after_api: unknown API name 'EndTx'",
+        ),
+        (
+            {"kind": "late", "api": "Produce", "forward": True, "after_ms": 1, "count": 101},
+            "count: Input should be less than or equal to 100",
+        ),
     ],
 )
 def test_invalid_specs_are_refused_naming_the_field(spec: dict[str, object], message: str) -> None:
@@ -69,6 +114,20 @@ def test_defaults_select_every_route_and_api() -> None:
         None,
         None,
         None,
+    )
+
+
+def test_an_error_fault_keeps_kafka_names_for_its_api_and_error() -> None:
+    spec = parse_fault_spec(
+        {"kind": "error", "api": 0, "error": "out_of_order_sequence_number", "mode": "rewrite"}
+    )
+
+    assert isinstance(spec, ErrorSpec)
+    assert (spec.api, spec.error, spec.code, spec.selected_direction()) == (
+        "Produce",
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        45,
+        Direction.RESPONSE,
     )
 
 

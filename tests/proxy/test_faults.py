@@ -1,7 +1,14 @@
 """Which frames a fault selects and fires on, and what the verdict does; with a fake clock."""
 
-import pytest
+import datetime
 
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+
+from eoslab.kafka_api import encode_request
+from eoslab.proxy.faults.results import answer_errors, error_response
 from eoslab.proxy.faults.spec import Direction, FrameContext
 from eoslab.proxy.faults.table import FaultTable
 
@@ -219,3 +226,142 @@ def test_evidence_counts_what_each_fault_did_per_api_and_connection(table: Fault
         "reset never fired (no matching traffic)",
     )
     assert drop.describe()["evidence"]["frames"] == {"Produce": {"4": 1, "5": 1}}
+
+
+def produce_response(correlation_id: int, partitions: tuple[int, ...]) -> FrameContext:
+    """A Produce v9 response frame, every partition of topic "orders" written (NONE)."""
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=-1,
+        timeout=datetime.timedelta(seconds=30),
+        topic_data=(
+            TopicProduceData(
+                name="orders",
+                partition_data=tuple(
+                    PartitionProduceData(index=p, records=b"") for p in partitions
+                ),
+            ),
+        ),
+    )
+    answer = error_response(encode_request(request, correlation_id, "t"), ErrorCode.none)
+    assert answer is not None
+    data = answer.frame
+    return FrameContext(
+        "kafka-1", Direction.RESPONSE, PRODUCE, 9, correlation_id, len(data), 3, data
+    )
+
+
+def test_an_error_rewrite_counts_only_responses_carrying_its_partition(table: FaultTable) -> None:
+    fault = table.add(
+        {
+            "kind": "error",
+            "api": "Produce",
+            "partition": 1,
+            "error": "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            "mode": "rewrite",
+            "count": 2,
+        }
+    )
+    faults = table.for_route("kafka-1")
+
+    verdicts = [table.judge(produce_response(i, p), faults) for i, p in ((1, (0,)), (2, (0, 1)))]
+
+    assert verdicts[0] is None
+    assert verdicts[1] is not None
+    assert answer_errors(verdicts[1].replace or b"", PRODUCE, 9) == {
+        "orders:0": "NONE",
+        "orders:1": "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    }
+    evidence = fault.evidence()
+    assert (evidence.matched, evidence.injected) == (1, 1)
+    assert evidence.results == {"Produce": {"orders:1": 1}}
+    assert (evidence.errors, evidence.replaced) == (
+        {"OUT_OF_ORDER_SEQUENCE_NUMBER": 1},
+        {"NONE": 1},
+    )
+    assert fault.spec.took_effect(evidence) == (
+        False,
+        "acted 1 of 2 times (1 short): rewrote the responses to 1 Produce request(s) on 1 "
+        "connection(s): 1 result(s) now OUT_OF_ORDER_SEQUENCE_NUMBER (orders:1; were NONE x1)",
+    )
+    table.judge(produce_response(3, (1,)), faults)
+    assert fault.spec.took_effect(fault.evidence())[0]
+
+
+def test_an_error_reject_answers_in_the_brokers_place_and_passes_unknown_versions(
+    table: FaultTable,
+) -> None:
+    fault = table.add({"kind": "error", "api": "InitProducerId", "error": 7, "mode": "reject"})
+    request = InitProducerIdRequest(
+        transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60)
+    )
+    data = encode_request(request, 11, "t")
+    known = FrameContext("kafka-1", Direction.REQUEST, 22, 4, 11, len(data), 2, data)
+    unknown = FrameContext(
+        "kafka-1", Direction.REQUEST, 22, 99, 12, 12, 2, data[:4] + b"\x00\x16\x00\x63" + data[8:]
+    )
+
+    verdict = table.judge(known, table.for_route("kafka-1"))
+
+    assert verdict is not None
+    assert verdict.drop
+    assert answer_errors(verdict.answer or b"", 22, 4) == {"": "REQUEST_TIMED_OUT"}
+    assert table.judge(unknown, table.for_route("kafka-1")) is None
+    evidence = fault.evidence()
+    assert evidence.unencodable == {"InitProducerId v99": 1}
+    assert fault.spec.took_effect(evidence) == (
+        True,
+        "answered 1 InitProducerId request(s) on 1 connection(s): 1 result(s) now "
+        "REQUEST_TIMED_OUT (the response); passed on untouched, versions it cannot encode: "
+        "1 InitProducerId v99",
+    )
+
+
+def test_a_late_copy_is_released_by_the_answer_to_the_next_request_of_its_after_api(
+    table: FaultTable,
+) -> None:
+    fault = table.add(
+        {
+            "kind": "late",
+            "route": "kafka-1",
+            "api": "Produce",
+            "forward": False,
+            "after_api": "EndTxn",
+        }
+    )
+    its_answer = produce_response(4, (0,))
+    produce = FrameContext("kafka-1", Direction.REQUEST, PRODUCE, 9, 4, 10, 3, b"produce")
+    end_txn = [FrameContext("kafka-2", direction, 26, 3, 9, 10, 5, b"") for direction in Direction]
+    assert table.for_route("kafka-2") == (fault,)  # it watches every route
+
+    assert table.judge(end_txn[1], table.for_route("kafka-2")) is None  # before any capture
+    verdict = table.judge(produce, table.for_route("kafka-1"))
+    assert verdict is not None
+    assert verdict.drop
+    assert table.judge(its_answer, table.for_route("kafka-1")) is None  # requests are copied
+    copy = fault.evidence().late[0]
+    assert (copy.api, copy.connection, copy.correlation_id, copy.forwarded) == (
+        "Produce",
+        3,
+        4,
+        False,
+    )
+    assert fault.spec.took_effect(fault.evidence()) == (
+        False,
+        "captured 1 Produce request(s) (held back), 0 delivered late and answered; waiting for "
+        "the next EndTxn request to be answered",
+    )
+    for frame in end_txn:
+        table.judge(frame, table.for_route("kafka-2"))
+
+    assert fault.evidence().late[0].released_ms is not None
+    assert fault.state.copies[0].frame == b"produce"
+
+
+def test_an_error_fault_with_a_connection_leaves_the_others_alone(table: FaultTable) -> None:
+    fault = table.add(
+        {"kind": "error", "api": "Produce", "error": 6, "mode": "rewrite", "connection": 4}
+    )
+
+    assert table.judge(produce_response(1, (0,)), table.for_route("kafka-1")) is None  # conn. 3
+    assert fault.matched == 0

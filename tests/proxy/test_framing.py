@@ -11,6 +11,7 @@ from eoslab.proxy.framing import (
     FrameSplitter,
     FramingError,
     InFlightRequests,
+    ProxyAnswers,
     RequestHeader,
     read_request_header,
     read_response_correlation_id,
@@ -145,3 +146,65 @@ def test_a_partial_frame_without_its_header_is_not_released() -> None:
 
     assert splitter.release_partial(header_size=8) is None
     assert splitter.pending_size == 10
+
+
+def answer_order(
+    kinds: list[str], delivered_after: list[int], streaming: bool = False
+) -> list[int]:
+    """What the client receives, by correlation id, when requests of ``kinds`` pass the proxy
+    one by one ("forward": the broker answers, "silent": it never does (acks=0), "reject": the
+    proxy answers), the broker answering ``delivered_after[i]`` of the waiting ones after
+    request i, and the rest at the end."""
+    in_flight, answers = InFlightRequests(), ProxyAnswers()
+    broker: list[int] = []  # forwarded requests the broker will answer, in order
+    received: list[int] = []
+
+    def respond(count: int) -> None:
+        for correlation_id in broker[:count]:
+            in_flight.answered(correlation_id)
+            before, after = answers.around(correlation_id)
+            received.extend(int.from_bytes(frame, "big") for frame in before)
+            received.append(correlation_id)
+            received.extend(int.from_bytes(frame, "big") for frame in after)
+        del broker[:count]
+
+    for correlation_id, (kind, count) in enumerate(zip(kinds, delivered_after, strict=True)):
+        in_flight.sent(RequestHeader(0, 9, correlation_id))
+        if kind == "reject":
+            in_flight.forget(correlation_id)
+            now = answers.add(correlation_id.to_bytes(4, "big"), in_flight, streaming)
+            if now is not None:
+                received.append(correlation_id)
+        elif kind == "forward":
+            broker.append(correlation_id)
+        respond(count)
+    respond(len(broker))
+    received.extend(int.from_bytes(frame, "big") for frame in answers.settled())
+    return received
+
+
+def test_an_answer_waits_for_the_responses_to_the_requests_before_it() -> None:
+    # 0 and 1 in flight when 2 is rejected; 3 goes on: 2's answer goes between 1's and 3's
+    assert answer_order(["forward", "forward", "reject", "forward"], [0, 0, 0, 1]) == [0, 1, 2, 3]
+    # nothing in flight: at once (0); behind a request in flight, after its response (2)
+    assert answer_order(["reject", "forward", "reject"], [0, 0, 0]) == [0, 1, 2]
+    # 0 is never answered (acks=0): 1's answer goes before 2's response
+    assert answer_order(["silent", "reject", "forward"], [0, 0, 0]) == [1, 2]
+    # a response half through when 0 is rejected: after it has ended
+    assert answer_order(["reject"], [0], streaming=True) == [0]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["forward", "reject", "silent"]), st.integers(0, 3)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_every_answer_comes_in_request_order(requests: list[tuple[str, int]]) -> None:
+    kinds = [kind for kind, _ in requests] + ["forward"]
+    delivered_after = [count for _, count in requests] + [0]
+
+    received = answer_order(kinds, delivered_after)
+
+    assert received == [i for i, kind in enumerate(kinds) if kind != "silent"]

@@ -51,6 +51,10 @@ CELLS = (
     CatalogueCell("rolling-restart", "kafka4", records=2000),
     CatalogueCell("message-timeout", "kafka", records=1500, subject=("errors._MSG_TIMED_OUT",)),
     CatalogueCell("no-idempotence", "refbroker", records=1500, subject=("duplicate",)),
+    CatalogueCell("not-enough-replicas-after-write", "refbroker", records=1500),
+    CatalogueCell(
+        "not-enough-replicas-no-idempotence", "kafka", records=1500, subject=("duplicate",)
+    ),
     CatalogueCell("producer-restart", "kafka4", records=2000),
     CatalogueCell("inflight-6", "refbroker", subject=("duplicate",)),
     CatalogueCell("seq-jump", "kafka", subject=("errors.OUT_OF_ORDER_SEQUENCE_NUMBER",)),

@@ -40,6 +40,8 @@ CATALOGUE = [
     "librdkafka-3584",
     "redpanda-3039",
     "message-timeout",
+    "not-enough-replicas-after-write",
+    "not-enough-replicas-no-idempotence",
     "consumer-crash-before-commit",
     "auto-commit-crash",
     "rebalance-storm",

@@ -23,6 +23,7 @@ from eoslab.proxy.framing import (
     FrameSplitter,
     FramingError,
     InFlightRequests,
+    ProxyAnswers,
     read_request_header,
     read_response_correlation_id,
 )
@@ -147,6 +148,8 @@ class ProxiedConnection:
         self._upstream_reader, self._upstream_writer = upstream
         self._services = services
         self._in_flight = InFlightRequests()
+        self._answers = ProxyAnswers()
+        self._splitters = {direction: FrameSplitter() for direction in Direction}
         self._to_upstream = Outbox(self._upstream_writer, services.faults)
         self._to_client = Outbox(self._client_writer, services.faults)
         self._closed = False
@@ -192,7 +195,7 @@ class ProxiedConnection:
     async def _pump(
         self, reader: asyncio.StreamReader, outbox: Outbox, direction: Direction
     ) -> None:
-        splitter = FrameSplitter()
+        splitter = self._splitters[direction]
         try:
             while data := await reader.read(READ_SIZE):
                 if not await self._forward(splitter, splitter.feed(data), outbox, direction):
@@ -208,12 +211,13 @@ class ProxiedConnection:
     ) -> bool:
         """Forward one run of frames; False once the connection has been reset."""
         faults = self._services.faults.for_route(self.route)
+        answers = self._answers.queue if direction is Direction.RESPONSE else ()
         buffer = run.buffer
         untouched_from = 0
         start = run.lead
         for end in run.ends:
             api_key, api_version, correlation_id = self._seen(buffer, start, end - start, direction)
-            if faults:
+            if faults or answers:
                 frame = FrameContext(
                     self.route,
                     direction,
@@ -222,18 +226,23 @@ class ProxiedConnection:
                     correlation_id,
                     end - start,
                     self.id,
+                    buffer,
+                    start,
                 )
-                verdict = self._services.faults.judge(frame, faults)
-                if verdict is not None:
+                verdict = self._services.faults.judge(frame, faults) if faults else None
+                if verdict is not None or answers:
                     if start > untouched_from:
                         outbox.send(buffer[untouched_from:start])
                     untouched_from = end
-                    if not await self._apply(verdict, frame, buffer[start:end], outbox):
+                    if not await self._pass(verdict, frame, buffer[start:end], outbox):
                         return False
             start = end
         if start > untouched_from:
             outbox.send(buffer[untouched_from:start])
-        if not faults:
+        if answers and not splitter.releasing:
+            for answer in self._answers.settled():
+                outbox.send(memoryview(answer))
+        if not faults and not answers:
             header_size = HEADER_SIZES[direction]
             partial = splitter.release_partial(header_size, STREAMED_FRAME_SIZE)
             if partial is not None:
@@ -262,20 +271,50 @@ class ProxiedConnection:
         self._services.counters.frame(self.route, api_key, direction, size)
         return api_key, api_version, correlation_id
 
+    async def _pass(
+        self, verdict: FrameVerdict | None, frame: FrameContext, data: memoryview, outbox: Outbox
+    ) -> bool:
+        """Pass on one frame that left the fast path: a fault's verdict on it, or the proxy's
+        own answers due around it (a response); False once the connection has been reset."""
+        answered = frame.direction is Direction.RESPONSE and self._answers.queue
+        before, after = self._answers.around(frame.correlation_id) if answered else ((), ())
+        for answer in before:
+            outbox.send(memoryview(answer))
+        if verdict is None:
+            outbox.send(data)
+        elif not await self._apply(verdict, frame, data, outbox):
+            return False
+        for answer in after:
+            outbox.send(memoryview(answer))
+        return True
+
     async def _apply(
         self, verdict: FrameVerdict, frame: FrameContext, data: memoryview, outbox: Outbox
     ) -> bool:
         """Carry out a verdict on one frame; False once the connection has been reset."""
         for fault, delay_s in verdict.hits:
-            self._services.fault_log.record(**fault.frame_entry(frame, delay_s))
+            entry = fault.frame_entry(frame, delay_s) | verdict.notes.get(fault.id, {})
+            self._services.fault_log.record(**entry)
         if verdict.hold:
             await outbox.drain()
             await self._services.gate.wait_open(self.route)
         if verdict.drop and frame.direction is Direction.REQUEST:
             self._in_flight.forget(frame.correlation_id)
+        if verdict.answer is not None:
+            self._answer(verdict.answer)
         if verdict.reset:
             self.reset()
             return False
         if not verdict.drop:
-            outbox.send(data, verdict.deliver_at)
+            outbox.send(
+                data if verdict.replace is None else memoryview(verdict.replace),
+                verdict.deliver_at,
+            )
         return True
+
+    def _answer(self, response: bytes) -> None:
+        """Give the client the proxy's own response to a request it swallowed, in its turn."""
+        streaming = self._splitters[Direction.RESPONSE].releasing
+        due_now = self._answers.add(response, self._in_flight, streaming)
+        if due_now is not None:
+            self._to_client.send(memoryview(due_now))

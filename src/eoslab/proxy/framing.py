@@ -8,6 +8,7 @@ cheap and independent of API versions.
 
 import struct
 import time
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -91,6 +92,11 @@ class FrameSplitter:
         """Bytes of an incomplete frame held back."""
         return self._pending_size
 
+    @property
+    def releasing(self) -> bool:
+        """Whether a frame is half through: its start released, its rest still to come."""
+        return self._released_rest > 0
+
     def feed(self, data: bytes) -> FrameRun:
         """The frames completed by `data`; raises FramingError on a bad size prefix."""
         lead = 0
@@ -173,3 +179,60 @@ class InFlightRequests:
     def forget(self, correlation_id: int) -> None:
         """A request that will never be answered (the proxy swallowed it)."""
         self._requests.pop(correlation_id, None)
+
+    def newest(self) -> int | None:
+        """The correlation id of the last request sent and not yet answered."""
+        return next(reversed(self._requests), None)
+
+    def unanswered(self) -> frozenset[int]:
+        return frozenset(self._requests)
+
+
+@dataclass(slots=True)
+class _Answer:
+    frame: bytes
+    before: frozenset[int]
+    """The requests sent before it and not answered when it was made."""
+    last: int | None
+    """The newest of them: it goes out right after that one's response."""
+
+
+class ProxyAnswers:
+    """Per connection: the responses the proxy gives in place of requests it did not forward,
+    each released after the responses to the requests sent before it. A broker answers a
+    connection's requests in order, and clients rely on it (the Java client refuses a response
+    whose correlation id is not its oldest request's)."""
+
+    def __init__(self) -> None:
+        self.queue: deque[_Answer] = deque()
+        """Empty (falsy) on the fast path."""
+
+    def add(self, frame: bytes, in_flight: InFlightRequests, streaming: bool) -> bytes | None:
+        """Queue the answer to a request just swallowed; the frame itself when it may go now
+        (nothing sent before it awaits an answer, no response is half through: ``streaming``)."""
+        last = in_flight.newest()
+        if last is None and not self.queue and not streaming:
+            return frame
+        if last is None and self.queue:
+            last = self.queue[-1].last
+        self.queue.append(_Answer(frame, in_flight.unanswered(), last))
+        return None
+
+    def settled(self) -> list[bytes]:
+        """The answers that waited only for a response streamed through in parts to end."""
+        settled = []
+        while self.queue and not self.queue[0].before:
+            settled.append(self.queue.popleft().frame)
+        return settled
+
+    def around(self, correlation_id: int) -> tuple[list[bytes], list[bytes]]:
+        """The answers due just before and just after the response to ``correlation_id``.
+        Before: those made before its request was sent (their requests were answered or never
+        will be: responses come in order). After: those waiting for exactly this response."""
+        before = []
+        while self.queue and correlation_id not in self.queue[0].before:
+            before.append(self.queue.popleft().frame)
+        after = []
+        while self.queue and self.queue[0].last == correlation_id:
+            after.append(self.queue.popleft().frame)
+        return before, after

@@ -17,6 +17,7 @@ from eoslab.proxy.faults.active import ActiveFault
 from eoslab.proxy.faults.reset import ResetSpec
 from eoslab.proxy.faults.spec import ANY, FaultSpec
 from eoslab.proxy.faults.table import FaultTable
+from eoslab.proxy.late_delivery import LateCourier
 from eoslab.proxy.traffic_counters import TrafficCounters
 from eoslab.settings import HostPort
 
@@ -53,6 +54,9 @@ class ChaosProxy:
         self._services = ProxyServices(
             self.faults, self.counters, fault_log, BlackholeGate(self.faults)
         )
+        self.late = LateCourier(
+            {route.name: route.upstream for route in routes}, self.faults, fault_log
+        )
         self._servers: dict[str, asyncio.Server] = {}
         self._connections: set[ProxiedConnection] = set()
         self._connection_ids = itertools.count(1)
@@ -80,11 +84,13 @@ class ChaosProxy:
         for server in self._servers.values():
             await server.wait_closed()
         self._servers.clear()
+        await self.late.stop()
         if self._handlers:
             await asyncio.gather(*self._handlers, return_exceptions=True)
 
     def add_fault(self, spec: FaultSpec | dict[str, object]) -> ActiveFault:
         fault = self.faults.add(spec)
+        self.late.attach(fault)
         if isinstance(fault.spec, ResetSpec) and not fault.spec.per_frame():
             for connection in list(self._connections):
                 if fault.concerns_route(connection.route):

@@ -17,6 +17,8 @@ from eoslab.proxy.faults.blackhole import BlackholeSpec
 from eoslab.proxy.faults.delay import DelaySpec
 from eoslab.proxy.faults.drop_request import DropRequestSpec
 from eoslab.proxy.faults.drop_response import DropResponseSpec
+from eoslab.proxy.faults.error import ErrorSpec
+from eoslab.proxy.faults.late import LateSpec
 from eoslab.proxy.faults.latency import LatencySpec
 from eoslab.proxy.faults.reset import ResetSpec
 from eoslab.proxy.faults.spec import FaultSpec, FaultSpecError
@@ -28,7 +30,9 @@ AnyFaultSpec = Annotated[
     | LatencySpec
     | BandwidthSpec
     | ResetSpec
-    | BlackholeSpec,
+    | BlackholeSpec
+    | ErrorSpec
+    | LateSpec,
     Field(discriminator="kind"),
 ]
 FAULT_KINDS: tuple[str, ...] = tuple(

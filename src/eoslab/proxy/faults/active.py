@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
+from typing import Any
 
 from eoslab.clock import now_ms
 from eoslab.kafka_api import api_name
@@ -24,6 +25,11 @@ class ActiveFault:
         self._window_start, self._window_end = window_of(spec, now)
         self._api_key = spec.selected_api()
         self._direction = spec.selected_direction()
+        self._examines = spec.examines()
+        self.state: Any = spec.new_state()
+        self.examined: Any = None
+        self.watching = spec.watched_api() is not None
+        """It watches frames of some API on every route (a late copy waiting for a request)."""
         self._frames: defaultdict[str, Counter[int]] = defaultdict(Counter)
         self._delay_s = 0.0
         self._first_ms: int | None = None
@@ -58,6 +64,12 @@ class ActiveFault:
         """Whether this frame triggers the fault; draws from the fault's generator if needed."""
         if not self.selects(frame) or not self.in_window(now):
             return False
+        if self._examines:
+            if self._remaining == 0:
+                return False  # spent: no need to look inside
+            self.examined = self.spec.examine(self, frame)
+            if self.examined is None:
+                return False
         self.matched += 1
         if self._remaining == 0:
             return False
@@ -92,6 +104,7 @@ class ActiveFault:
             delay_ms=round(self._delay_s * 1000, 3),
             first_ms=self._first_ms,
             last_ms=self._last_ms,
+            **self.spec.state_evidence(self.state),
         )
 
     def frame_entry(self, frame: FrameContext, delay_s: float = 0.0) -> dict[str, object]:

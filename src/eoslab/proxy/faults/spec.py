@@ -21,11 +21,12 @@ import random
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from eoslab.kafka_api import api_name, parse_api_key
+from eoslab.proxy.faults.results import require_encodable
 
 ANY = "*"
 CONNECTION = "(connection)"
@@ -42,9 +43,12 @@ class FaultSpecError(ValueError):
     """A fault spec that cannot be applied; the message names the offending field."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FrameContext:
-    """What the proxy knows about a frame: where it goes and the request it belongs to."""
+    """What the proxy knows about a frame: where it goes and the request it belongs to.
+
+    Built for every frame of a route with a fault in force, so not frozen: a frozen
+    dataclass's ``__init__`` costs about four times as much. Nothing changes it."""
 
     route: str
     direction: Direction
@@ -53,14 +57,27 @@ class FrameContext:
     correlation_id: int
     size: int
     connection: int = 0
+    buffer: bytes | memoryview = b""
+    start: int = 0
+    """Where the frame is: ``buffer[start:start + size]`` (kept apart, so that frames no kind
+    reads cost no slice)."""
+
+    @property
+    def data(self) -> bytes | memoryview:
+        """The whole frame, size prefix included (for the kinds that read or copy it)."""
+        return self.buffer[self.start : self.start + self.size]
 
 
 class FaultState(Protocol):
     """What a kind's ``act`` may use of the fault in force (an ``ActiveFault``): its own seeded
-    generator, its bandwidth clock, its tally."""
+    generator, its bandwidth clock, its tally, the state of its own kind (``state``) and what
+    its ``examine`` made of the frame it fires on (``examined``)."""
 
+    id: str
     random: random.Random
     bandwidth_free_at: float
+    state: Any
+    examined: Any
 
     def noted(self, api_key: int | None, connection: int, delay_s: float = 0.0) -> None: ...
 
@@ -79,15 +96,48 @@ class FrameVerdict:
     hold: bool = False
     delay_s: float = 0.0
     deliver_at: float | None = None
+    answer: bytes | None = None
+    """A response the proxy gives the client in the (dropped) request's place."""
+    replace: bytes | None = None
+    """The frame to pass on instead of this one."""
+    notes: dict[str, dict[str, object]] = field(default_factory=dict)
+    """Fault id -> what its fault-log entry says beyond the frame."""
 
-    def hit(self, fault: FaultState, frame: FrameContext, delay_s: float = 0.0) -> None:
+    def hit(
+        self, fault: FaultState, frame: FrameContext, delay_s: float = 0.0, **notes: object
+    ) -> None:
         """The fault acted on the frame (adding ``delay_s``): noted here and in its evidence."""
         self.hits.append((fault, delay_s))
+        if notes:
+            self.notes[fault.id] = notes
         fault.noted(frame.api_key, frame.connection, delay_s)
 
     def delay_until(self, moment: float) -> None:
         self.delay_s = moment - self.now
         self.deliver_at = moment
+
+
+class LateCopy(BaseModel):
+    """A request captured for late delivery: when, and the broker's answer to the copy."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api: str
+    route: str
+    connection: int
+    correlation_id: int
+    forwarded: bool
+    """Whether the original went on to the broker as well (then the broker saw it twice)."""
+    captured_ms: int
+    released_ms: int | None = None
+    """When it became due: its ``after_api`` request answered (else when captured)."""
+    delivered_ms: int | None = None
+    """When the copy went out, on a connection of its own."""
+    answered_ms: int | None = None
+    answer: dict[str, str] | None = None
+    """The broker's answer: result (a partition "topic:0", "" for the whole response) -> error."""
+    failure: str | None = None
+    """Why it was not delivered or not answered."""
 
 
 class FaultEvidence(BaseModel):
@@ -107,6 +157,17 @@ class FaultEvidence(BaseModel):
     first_ms: int | None = None
     last_ms: int | None = None
     """Wall-clock times of its first and last action."""
+    results: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """API name -> result (a partition "topic:1", a group, "" for a whole response) -> times
+    it carried an injected error (the `error` kind)."""
+    errors: dict[str, int] = Field(default_factory=dict)
+    """Error name injected -> results that carried it."""
+    replaced: dict[str, int] = Field(default_factory=dict)
+    """Error name the broker had answered -> results rewritten (``NONE``: the write happened)."""
+    unencodable: dict[str, int] = Field(default_factory=dict)
+    """``"Produce v14"`` -> selected frames passed on untouched: the proxy cannot encode them."""
+    late: list[LateCopy] = Field(default_factory=list)
+    """Every request copy captured for late delivery, and what became of it (the `late` kind)."""
 
     @property
     def connections(self) -> int:
@@ -177,6 +238,31 @@ class FaultSpec(BaseModel, abc.ABC):
         """False for a fault acting on whole connections at once (an immediate reset)."""
         return True
 
+    def new_state(self) -> object:
+        """The state of this kind kept with the fault in force (``FaultState.state``)."""
+        return None
+
+    def state_evidence(self, state: Any) -> dict[str, Any]:
+        """The evidence fields this kind's state adds to the tally."""
+        return {}
+
+    def examines(self) -> bool:
+        """Whether it selects frames by their content as well (``examine``)."""
+        return False
+
+    def examine(self, fault: FaultState, frame: FrameContext) -> object:
+        """What the frame, already selected by route, API and direction, means to this kind;
+        None: not selected after all (it does not count as matched, nor against ``count``).
+        The fault's ``act`` finds it in ``fault.examined``."""
+        return frame
+
+    def watched_api(self) -> int | None:
+        """The API key of frames it watches on every route besides those it acts on (``watch``)."""
+        return None
+
+    def watch(self, fault: FaultState, frame: FrameContext) -> None:
+        """See a frame of its ``watched_api`` on any route (before any fault acts on it)."""
+
     # ------------------------------------------------------------------ behaviour
     @abc.abstractmethod
     def act(self, fault: FaultState, verdict: FrameVerdict, frame: FrameContext) -> bool:
@@ -220,6 +306,17 @@ class FrameFaultSpec(FaultSpec):
 
     def trigger(self) -> tuple[int | None, float | None, int | None]:
         return self.count, self.probability, self.seed
+
+
+class DecodedFaultSpec(FrameFaultSpec):
+    """A fault on the requests of one API, whose messages the proxy decodes (with kio)."""
+
+    api: str = Field(description="the Kafka API (name or number) whose requests it acts on")
+
+    @field_validator("api")
+    @classmethod
+    def _encodable_api(cls, api: str) -> str:
+        return require_encodable(api)
 
 
 class DirectedFaultSpec(FrameFaultSpec):

@@ -29,6 +29,8 @@ class FaultTable:
         self._faults: dict[str, ActiveFault] = {}
         self._added = 0
         self._by_route: dict[str, tuple[ActiveFault, ...]] = {}
+        self._watching = False
+        """Some fault watches frames on every route (``ActiveFault.watching``)."""
         self._listeners: list[Callable[[], None]] = []
 
     def on_change(self, listener: Callable[[], None]) -> None:
@@ -60,13 +62,13 @@ class FaultTable:
         return iter(tuple(self._faults.values()))
 
     def for_route(self, route: str) -> tuple[ActiveFault, ...]:
-        """The faults that may act on a route's frames; empty on the fast path."""
+        """The faults that may act on (or watch) a route's frames; empty on the fast path."""
         faults = self._by_route.get(route)
         if faults is None:
             faults = tuple(
                 fault
                 for fault in self._faults.values()
-                if fault.concerns_route(route) and fault.spec.per_frame()
+                if (fault.concerns_route(route) or fault.watching) and fault.spec.per_frame()
             )
             self._by_route[route] = faults
         return faults
@@ -74,6 +76,10 @@ class FaultTable:
     def judge(self, frame: FrameContext, faults: tuple[ActiveFault, ...]) -> FrameVerdict | None:
         """The verdict for one frame, None when no fault fires (the frame passes untouched)."""
         now = self.clock()
+        if self._watching:
+            for fault in faults:
+                if fault.watching:
+                    fault.spec.watch(fault, frame)
         verdict: FrameVerdict | None = None
         for fault in faults:
             if not fault.fires(frame, now):
@@ -101,5 +107,6 @@ class FaultTable:
 
     def _changed(self) -> None:
         self._by_route.clear()
+        self._watching = any(fault.watching for fault in self._faults.values())
         for listener in self._listeners:
             listener()

@@ -1,0 +1,194 @@
+"""Late delivery, Jepsen's delayed packet: capture a request and deliver a copy of it again
+later, on a connection of the proxy's own to the same broker, whatever became of the client's
+connection meanwhile. The broker's answer to the copy is read and kept in the evidence; the
+client never sees it.
+
+Captured: the next `count` (default 1) requests of `api` on the route; `forward: true` lets
+the original through as well (the broker then sees it twice), `false` swallows it (the client
+waits for an answer that never comes; `reset` closes its connection). Delivered `after_ms`
+after the capture, or once the next request of `after_api` (on any route: a transaction's
+coordinator need not lead its partitions) has been answered, then `after_ms` more. A copy
+still waiting when the fault is removed is not delivered.
+
+Took effect when every copy it captured (and `count` of them) was delivered and answered:
+the evidence says when each was captured, delivered and answered, and the answer's errors
+(decoded with kio), e.g. the INVALID_TXN_STATE of a Produce that arrived after its
+transaction was aborted (KAFKA-12671), or the answer to an EndTxn delivered late
+(KAFKA-17754).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from eoslab.clock import now_ms
+from eoslab.kafka_api import api_name, parse_api_key
+from eoslab.proxy.faults.spec import (
+    DecodedFaultSpec,
+    Direction,
+    FaultEvidence,
+    FaultState,
+    FrameContext,
+    FrameVerdict,
+    LateCopy,
+)
+
+MAX_COPIES = 100
+MAX_AFTER_MS = 600_000
+
+
+@dataclass(slots=True)
+class PendingCopy:
+    """A captured request on its way to late delivery; ``evidence`` is what the tally shows."""
+
+    fault_id: str
+    evidence: LateCopy
+    frame: bytes
+    api_key: int
+    api_version: int
+    after_s: float
+    """Delay before delivery, from the capture (or from the release when it waits)."""
+    waits: bool
+    """It waits for the next request of the fault's ``after_api`` to be answered."""
+    trigger: tuple[str, int, int] | None = None
+    """That request, once seen: (route, connection, correlation id)."""
+
+
+class Courier(Protocol):
+    """Who delivers the copies (the proxy's :class:`~eoslab.proxy.late_delivery.LateCourier`)."""
+
+    def captured(self, copy: PendingCopy) -> None: ...
+
+    def released(self, copy: PendingCopy) -> None: ...
+
+
+@dataclass(slots=True)
+class LateCopies:
+    """One late fault's copies, and their courier (none in the pure-logic tests)."""
+
+    copies: list[PendingCopy] = field(default_factory=list)
+    courier: Courier | None = None
+
+    def captured(self, copy: PendingCopy) -> None:
+        self.copies.append(copy)
+        if self.courier is not None:
+            self.courier.captured(copy)
+
+    def released(self, copy: PendingCopy) -> None:
+        copy.evidence.released_ms = now_ms()
+        if self.courier is not None:
+            self.courier.released(copy)
+
+
+class LateSpec(DecodedFaultSpec):
+    kind: Literal["late"]
+    forward: bool = Field(description="let the original through as well (the broker sees it twice)")
+    count: int = Field(1, ge=1, le=MAX_COPIES, description="capture the next N matching requests")
+    after_ms: int | None = Field(
+        None, ge=0, le=MAX_AFTER_MS, description="deliver this long after the capture (or release)"
+    )
+    after_api: str | None = Field(
+        None, description="deliver once the next request of this API (any route) is answered"
+    )
+    reset: bool = Field(False, description="then reset the client's connection")
+
+    @field_validator("after_api", mode="before")
+    @classmethod
+    def _known_after_api(cls, api: object) -> str | None:
+        if api is None:
+            return None
+        if isinstance(api, bool) or not isinstance(api, str | int):
+            raise ValueError("must be a Kafka API name or number")
+        return api_name(parse_api_key(api))
+
+    @model_validator(mode="after")
+    def _has_a_time(self) -> Self:
+        if self.after_ms is None and self.after_api is None:
+            raise ValueError("after_ms: say when to deliver (after_ms, after_api, or both)")
+        return self
+
+    def selected_direction(self) -> Direction:
+        return Direction.REQUEST
+
+    def new_state(self) -> LateCopies:
+        return LateCopies()
+
+    def state_evidence(self, state: LateCopies) -> dict[str, Any]:
+        return {"late": [copy.evidence for copy in state.copies]}
+
+    def watched_api(self) -> int | None:
+        return None if self.after_api is None else parse_api_key(self.after_api)
+
+    def watch(self, fault: FaultState, frame: FrameContext) -> None:
+        """The next request of ``after_api`` after a capture is noted; its answer releases."""
+        if frame.api_key != self.watched_api():
+            return
+        key = (frame.route, frame.connection, frame.correlation_id)
+        copies: LateCopies = fault.state
+        for copy in copies.copies:
+            if copy.evidence.released_ms is not None:
+                continue
+            if frame.direction is Direction.REQUEST and copy.trigger is None:
+                copy.trigger = key
+            elif frame.direction is Direction.RESPONSE and copy.trigger == key:
+                copies.released(copy)
+
+    def act(self, fault: FaultState, verdict: FrameVerdict, frame: FrameContext) -> bool:
+        copy = PendingCopy(
+            fault.id,
+            LateCopy(
+                api=api_name(frame.api_key),
+                route=frame.route,
+                connection=frame.connection,
+                correlation_id=frame.correlation_id,
+                forwarded=self.forward,
+                captured_ms=now_ms(),
+            ),
+            bytes(frame.data),
+            frame.api_key,
+            frame.api_version,
+            (self.after_ms or 0) / 1000,
+            waits=self.after_api is not None,
+        )
+        fault.state.captured(copy)
+        verdict.hit(fault, frame, late="captured", forwarded=self.forward)
+        verdict.drop = not self.forward
+        verdict.reset = self.reset
+        return verdict.drop or verdict.reset
+
+    def took_effect(self, evidence: FaultEvidence) -> tuple[bool, str]:
+        if not evidence.late:
+            return super().took_effect(evidence)
+        copies = evidence.late
+        answered = [copy for copy in copies if copy.answer is not None]
+        held = "forwarded too" if self.forward else "held back"
+        line = f"captured {len(copies)} {self.api} request(s) ({held}), {len(answered)} delivered late and answered"
+        for copy in copies:
+            if copy.answer is None:
+                return False, f"{line}; {self._why_not(copy)}"
+        if len(copies) < self.count:
+            return False, f"{line}; {self.count - len(copies)} short of count {self.count}"
+        details = "; ".join(_delivery(copy) for copy in answered)
+        return True, f"{line}: {details}"
+
+    def _why_not(self, copy: LateCopy) -> str:
+        if copy.failure is not None:
+            return copy.failure
+        if copy.delivered_ms is not None:
+            return "delivered, not answered yet"
+        if copy.released_ms is None and self.after_api is not None:
+            return f"waiting for the next {self.after_api} request to be answered"
+        return "not delivered yet"
+
+
+def _delivery(copy: LateCopy) -> str:
+    """``delivered 5012 ms after capture, answered INVALID_TXN_STATE (t:0)``."""
+    assert copy.delivered_ms is not None  # answered, so delivered
+    assert copy.answer is not None
+    errors = ", ".join(
+        f"{error} ({label})" if label else error for label, error in copy.answer.items()
+    )
+    return f"delivered {copy.delivered_ms - copy.captured_ms} ms after capture, answered {errors or 'nothing'}"

@@ -83,7 +83,8 @@ final class ProducerHandle {
   }
 
   private ObjectNode delivered(Exception error) {
-    ObjectNode failure = Failure.of(error, Failure.Context.DELIVERY, clientFatal(), null);
+    ObjectNode failure =
+        Failure.of(fatalCause(error), Failure.Context.DELIVERY, clientFatal(), null);
     maybeReportFatal(failure);
     return failure;
   }
@@ -138,7 +139,8 @@ final class ProducerHandle {
     } catch (ExecutionException failed) {
       pending.remove(op);
       ObjectNode failure =
-          Failure.of(failed.getCause(), Failure.Context.CALL, clientFatal(), clientAbortable());
+          Failure.of(
+              fatalCause(failed.getCause()), Failure.Context.CALL, clientFatal(), clientAbortable());
       maybeReportFatal(failure);
       Wire.fail(id, failure);
     } catch (InterruptedException interrupted) {
@@ -189,6 +191,16 @@ final class ProducerHandle {
   /** The transaction manager's fatal state (null when the producer has none: no idempotence). */
   private Boolean clientFatal() {
     return (Boolean) invoke(transactionManager, "hasFatalError");
+  }
+
+  /** Once the client is fatal, every later call fails with "in an error state": the error
+   * that made it fatal (the transaction manager's last error) is what to name. */
+  private Throwable fatalCause(Throwable error) {
+    if (!Boolean.TRUE.equals(clientFatal())) {
+      return error;
+    }
+    Object last = field(transactionManager, "lastError");
+    return last instanceof Throwable ? (Throwable) last : error;
   }
 
   private Boolean clientAbortable() {

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from eoslab.clock import wait_until
 from eoslab.rundir import HandlerMode, Verdict, VerdictStatus
 from eoslab.runtime.compose import PROJECT_LABEL, ComposeRuntime
-from eoslab.runtime.engine import engine_client, engine_pid
+from eoslab.runtime.engine import check_can_run, engine_client, engine_pid
 from eoslab.runtime.lab import ProcessFaults
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.status import LabError
@@ -75,6 +75,38 @@ def compose_lab(engine: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield runtime
     finally:
         runtime.down(purge=True)
+
+
+def test_a_port_taken_by_a_local_lab_is_refused_as_the_local_runtime_refuses_it(
+    engine: None, lab: LocalRuntime, tmp_path: Path
+) -> None:
+    compose = ComposeRuntime(
+        LabConfig(
+            state_dir=tmp_path / "lab",
+            port_offset=lab.config.port_offset,
+            targets=("kafka",),
+            with_airflow=False,
+        )
+    )
+    with pytest.raises(LabError, match=r"^port\(s\) already in use on 127\.0\.0\.1: zookeeper:"):
+        compose.up()
+    client = engine_client(say=print, start=False)
+    assert (
+        client.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={compose.project}"})
+        == []
+    )
+
+
+def test_an_engine_that_cannot_run_a_container_names_the_failed_step(engine: None) -> None:
+    """Stands in for an engine without permissions or cgroups (not to be had here): the check
+    `lab up` makes before anything starts names the step that failed, in one line."""
+    client = engine_client(say=print, start=False)
+    with pytest.raises(
+        LabError,
+        match=r"^the Docker engine cannot run the lab's containers: could not create a "
+        r"container on the host's network \(eoslab/no-such-image:0\): [^\n]+$",
+    ):
+        check_can_run(client, "eoslab/no-such-image:0")
 
 
 def run_and_check(

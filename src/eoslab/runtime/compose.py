@@ -78,7 +78,8 @@ def _say(line: str) -> None:
 
 @cache
 def compose_command() -> tuple[str, ...]:
-    """`docker compose` (v2) where the plugin works, else Debian's `docker-compose` (1.29)."""
+    """`docker compose` (v2) where the plugin works, else Debian's `docker-compose` (1.29),
+    told to print errors only (not a line per container it creates)."""
     if shutil.which("docker"):
         probe = subprocess.run(
             ["docker", "compose", "version"], capture_output=True, check=False, timeout=30
@@ -86,7 +87,7 @@ def compose_command() -> tuple[str, ...]:
         if probe.returncode == 0:
             return ("docker", "compose")
     if shutil.which("docker-compose"):
-        return ("docker-compose",)
+        return ("docker-compose", "--log-level", "ERROR")
     raise LabError(
         "neither `docker compose` nor `docker-compose` is installed: apt-get install "
         "docker-compose (`make setup RUNTIME=compose` does it as root)"

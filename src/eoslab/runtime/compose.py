@@ -39,7 +39,7 @@ from eoslab.clock import wait_until
 from eoslab.console import console
 from eoslab.runtime import compose_file
 from eoslab.runtime.airflow import AirflowHome
-from eoslab.runtime.engine import DEFAULT_SOCKET, check_can_run, engine_client
+from eoslab.runtime.engine import DEFAULT_SOCKET, Say, check_can_run, engine_client
 from eoslab.runtime.images import Builder
 from eoslab.runtime.lab import ProcessObservation, ProcessState
 from eoslab.runtime.local import LocalRuntime, new_cluster_id
@@ -63,8 +63,6 @@ FOLDER = COMPOSE_RECORD.parent.name
 ONE_OFF_TIMEOUT_S = 300.0
 KAFKA4_FORMAT_HEAP = "256m"
 SIGNAL_SETTLE_S = 10.0
-
-Say = Callable[[str], None]
 
 
 def project_name(state_dir: Path) -> str:
@@ -363,14 +361,10 @@ class ComposeRuntime:
 
     # ---------------------------------------------------------------- status
     def status(self) -> LabStatus:
-        containers = {
-            c.labels.get(SERVICE_LABEL): c
-            for c in self._containers()
-            if c.name.startswith(f"{self.project}-")
-        }
+        containers = {c.name: c for c in self._containers()}
         services = []
         for service in self.config.services():
-            container = containers.get(service.name)
+            container = containers.get(f"{self.project}-{service.name}")
             state = "stopped"
             if container is not None and container.status in ("running", "paused"):
                 state = "running" if container.status == "running" else "paused"

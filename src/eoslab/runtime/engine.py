@@ -36,6 +36,7 @@ INSTALL = (
 )
 
 Say = Callable[[str], None]
+"""Where the compose runtime's progress lines go (the engine started, images built)."""
 
 
 def _reach(factory: Callable[[], docker.DockerClient]) -> docker.DockerClient | Exception:

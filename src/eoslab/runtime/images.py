@@ -52,6 +52,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from requests.exceptions import RequestException
 
+from eoslab.runtime.engine import Say, engine_client
 from eoslab.runtime.status import LabError
 from eoslab.runtime.versions import KAFKA_VERSION, POMS
 from eoslab.settings import HOST, project_root
@@ -78,8 +79,6 @@ holds the two equal): installed in the python image as `make setup` installs the
 IMAGE_HOME = "/opt/eoslab"
 """Where the images keep what a checkout holds (EOSLAB_HOME in the eoslab image)."""
 SKIPPED = {"__pycache__", ".fetched"}
-
-Say = Callable[[str], None]
 
 
 def project_version() -> str:
@@ -173,6 +172,9 @@ class Image:
     """(path in the build context, file) for everything the Dockerfile copies."""
     facts: Callable[[], list[str]] = field(default=list, compare=False)
     """Inputs beside files (the pinned requirements): part of the digest."""
+    sources: Callable[[], list[tuple[str, Path]]] = field(default=list, compare=False)
+    """Files the digest reads but the build does not copy (what the project's wheel, not
+    reproducible byte for byte, is built from)."""
 
     @property
     def ref(self) -> str:
@@ -221,11 +223,10 @@ def _project_files() -> list[tuple[str, Path]]:
 
 
 def _wheel_sources() -> list[tuple[str, Path]]:
-    """What the project's wheel is built from (the wheel itself is not reproducible byte for
-    byte, so the digest reads its sources)."""
+    """What the project's wheel is built from."""
     root = project_root()
     sources = [root / "pyproject.toml", root / "README.md", *files_under(root, "src/eoslab")]
-    return [(f"wheel-source/{path.relative_to(root)}", path) for path in sources]
+    return [(str(path.relative_to(root)), path) for path in sources]
 
 
 def lab_images() -> dict[str, Image]:
@@ -254,7 +255,8 @@ def lab_images() -> dict[str, Image]:
             "eoslab/eoslab",
             version,
             "python",
-            files=lambda: [*_project_files(), *_wheel_sources()],
+            files=_project_files,
+            sources=_wheel_sources,
         ),
     ]
     return {image.name: image for image in images}
@@ -353,11 +355,12 @@ def ensure_base(client: docker.DockerClient, say: Say) -> str:
         return image.id
     began = time.monotonic()
     try:
-        client.api.pull(*SLIM)
-    except (DockerException, RequestException) as error:
-        debootstrap_base(client, first_line(str(error)), say)
-    else:
+        client.api.pull(*SLIM)  # a failure inside the pull's stream leaves no image to tag
         client.api.tag(":".join(SLIM), *BASE_REF.split(":"))
+    except (DockerException, RequestException) as error:
+        reason = getattr(error, "explanation", None) or str(error)  # the engine's own words
+        debootstrap_base(client, first_line(str(reason)), say)
+    else:
         say(
             f"images: {BASE_REF} is debian:bookworm-slim, pulled in {time.monotonic() - began:.0f} s"
         )
@@ -489,7 +492,7 @@ class Builder:
         files = image.files()
         inputs = digest(
             [image.dockerfile.read_text(), parent_id, *image.facts()],
-            files,
+            [*files, *image.sources()],
         )
         try:
             current = self.client.images.get(image.ref)
@@ -507,29 +510,33 @@ class Builder:
                 self.client.images.remove(current.id)
         return new_id
 
-    def _build(self, image: Image, files: list[tuple[str, Path]], inputs: str) -> str:
+    def _build(self, image: Image, context: list[tuple[str, Path]], inputs: str) -> str:
+        """Build ``image`` from ``context`` and what it makes on the host for it: the project's
+        wheel (eoslab), the wheelhouse served while it builds (python)."""
         args = {
             "BASE": BASE_REF,
             "JRE": self.images["jre"].ref,
             "PYTHON": self.images["python"].ref,
         }
-        with tempfile.TemporaryDirectory(prefix=f"eoslab-image-{image.name}-") as folder:
-            context = [(name, path) for name, path in files if not name.startswith("wheel-")]
+        with (
+            tempfile.TemporaryDirectory(prefix=f"eoslab-image-{image.name}-") as tmp,
+            contextlib.ExitStack() as stack,
+        ):
+            folder = Path(tmp)
             if image.name == "eoslab":
-                wheel = project_wheel(Path(folder) / "dist")
-                context.append((f"dist/{wheel.name}", wheel))
+                wheel = project_wheel(folder / "dist")
+                context = [*context, (f"dist/{wheel.name}", wheel)]
             if image.name == "python":
-                requirements = Path(folder) / "requirements.txt"
-                requirements.write_text("\n".join(pinned_requirements()) + "\n")
-                context.append(("requirements.txt", requirements))
-                with served(ensure_wheelhouse(pinned_requirements())) as wheels:
-                    args |= {
-                        "WHEELS": wheels,
-                        "CLIENTS": " ".join(OLDER_CLIENTS),
-                        "PIP_VERSION": metadata.version("pip"),
-                    }
-                    return self._docker_build(image, context, args, inputs, Path(folder))
-            return self._docker_build(image, context, args, inputs, Path(folder))
+                pins = pinned_requirements()
+                requirements = folder / "requirements.txt"
+                requirements.write_text("\n".join(pins) + "\n")
+                context = [*context, ("requirements.txt", requirements)]
+                args |= {
+                    "WHEELS": stack.enter_context(served(ensure_wheelhouse(pins))),
+                    "CLIENTS": " ".join(OLDER_CLIENTS),
+                    "PIP_VERSION": metadata.version("pip"),
+                }
+            return self._docker_build(image, context, args, inputs, folder)
 
     def _docker_build(
         self,
@@ -587,8 +594,6 @@ def remove_all(client: docker.DockerClient, say: Say) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m eoslab.runtime.images``: build the compose runtime's images, or reuse them."""
-    from eoslab.runtime.engine import engine_client
-
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument(
         "--from-scratch",

@@ -1,11 +1,13 @@
 """The compose lab, for real: its images built (or reused) on this machine's Docker engine, the
 lab up in containers, a producer-half cell (its fault a kill -9 through the Docker API) and a
-consumer-half cell run against it and checked on its own warm Spark, the verdict's checks the
-same as the local runtime's for the same scenario, and nothing left behind by `lab down`.
+consumer-half cell run against its Kafka 3.9 and checked on its own warm Spark, the verdict's
+checks the same as the local runtime's for the same scenario, and nothing left behind by
+`lab down`.
 
 The engine is started when it is installed but not running (and stopped again at the end if
 this module started it); `make setup` installs it for `make test` (EOSLAB_DOCKER=1). The lab
-runs Kafka 3.9 only, with PostgreSQL and the warm Spark, on ports of its own
+runs every target (Kafka 4's nodes formatted in containers on the way up), PostgreSQL and the
+warm Spark, without Airflow (as `make lab` brings it up), on ports of its own
 (:data:`COMPOSE_OFFSET`), beside the session lab.
 """
 
@@ -21,7 +23,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from eoslab.clock import wait_until
-from eoslab.rundir import HandlerMode, Verdict, VerdictStatus
+from eoslab.rundir import LAB_TARGETS, HandlerMode, Verdict, VerdictStatus
 from eoslab.runtime.compose import PROJECT_LABEL, ComposeRuntime
 from eoslab.runtime.engine import check_can_run, engine_client, engine_pid
 from eoslab.runtime.lab import ProcessFaults
@@ -62,7 +64,7 @@ def compose_lab(engine: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
     config = LabConfig(
         state_dir=root / "lab",
         port_offset=COMPOSE_OFFSET,
-        targets=("kafka",),
+        targets=LAB_TARGETS,
         with_postgres=True,
         with_spark_connect=True,
         with_airflow=False,
@@ -153,6 +155,9 @@ def test_the_lab_runs_in_containers_as_the_local_topology(compose_lab: ComposeRu
     assert [s.name for s in status.services] == [s.name for s in compose_lab.config.services()]
     assert [s.ports for s in status.services] == [s.ports for s in compose_lab.config.services()]
     assert status.clusters["kafka"].brokers == [1, 2, 3]
+    assert status.clusters["kafka4"].brokers == [1, 2, 3]
+    assert status.clusters["kafka4"].controller in (1, 2, 3)  # the quorum has a leader
+    assert status.clusters["refbroker"].reachable
     client = engine_client(say=print, start=False)
     containers = client.containers.list(filters={"label": f"{PROJECT_LABEL}={compose_lab.project}"})
     assert {c.name for c in containers} == {

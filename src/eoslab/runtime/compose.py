@@ -283,7 +283,7 @@ class ComposeRuntime:
                     node, "kafka.tools.StorageTool", KAFKA4_FORMAT_HEAP, "format",
                     "--cluster-id", cluster_id, "--config", properties,
                 )  # fmt: skip
-                runs.append((node.name, compose_file.in_image(self.config, format_argv)))
+                runs.append((node.name, compose_file.in_image(format_argv)))
         if self.config.with_airflow:
             runs.append((compose_file.TASK, [*compose_file.PYTHON_SERVICE, "--prepare-airflow"]))
         started = [

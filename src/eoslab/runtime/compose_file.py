@@ -83,18 +83,21 @@ def var(name: str) -> str:
 
 
 def jvm_command(local: LocalRuntime, service: Service) -> list[str]:
-    """The local runtime's command line of a JVM service, as its image runs it."""
-    return in_image(local.config, local.argv(service))
+    """The local runtime's command line of a JVM service, as its image runs it (the lab
+    folder a variable of the file)."""
+    return in_image(local.argv(service), {str(local.config.state_dir): var(LAB_DIR)})
 
 
-def in_image(config: LabConfig, argv: list[str]) -> list[str]:
-    """A local JVM command line with the image's java and jars, the lab folder a variable."""
-    services = str(project_root() / "services")
-    lab = str(config.state_dir)
-    return ["java"] + [
-        arg.replace(services, f"{IMAGE_HOME}/services").replace(lab, var(LAB_DIR))
-        for arg in argv[1:]
-    ]
+def in_image(argv: list[str], paths: dict[str, str] | None = None) -> list[str]:
+    """A local JVM command line with the image's java and jars (and ``paths`` replaced)."""
+    replaced = {str(project_root() / "services"): f"{IMAGE_HOME}/services", **(paths or {})}
+
+    def mapped(arg: str) -> str:
+        for local, image in replaced.items():
+            arg = arg.replace(local, image)
+        return arg
+
+    return ["java", *map(mapped, argv[1:])]
 
 
 def healthcheck(config: LabConfig, service: Service) -> dict[str, Any] | None:

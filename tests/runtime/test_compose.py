@@ -8,15 +8,19 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import docker
 import pytest
 import yaml
+from docker.errors import DockerException
 from packaging.requirements import Requirement
 
 from eoslab.runtime import compose_file, images
 from eoslab.runtime.compose import ComposeRuntime, project_name
 from eoslab.runtime.container import service_command
+from eoslab.runtime.engine import engine_client
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.status import LabError
 from eoslab.runtime.topology import Kind, LabConfig
@@ -234,3 +238,29 @@ def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+def _unreachable(reason: str) -> Callable[[], docker.DockerClient]:
+    def factory() -> docker.DockerClient:
+        raise DockerException(f"Error while fetching server API version: {reason}")
+
+    return factory
+
+
+def test_an_engine_out_of_reach_is_said_with_its_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which line `lab up --runtime compose` says for each way the engine is out of reach
+    (the messages' logic; the real engine's are in test_compose_lab.py)."""
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    denied = _unreachable("('Connection aborted.', PermissionError(13, 'Permission denied'))")
+    with pytest.raises(LabError, match=r"refuses this user \(permission denied\); add the user"):
+        engine_client(print, denied)
+    absent = _unreachable("('Connection aborted.', FileNotFoundError(2, 'No such file'))")
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/sbin/{name}")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(LabError, match=r"installed but not running.*sudo systemctl start docker"):
+        engine_client(print, absent)
+    with pytest.raises(LabError, match=r"^the Docker engine is not running .* starts it as root"):
+        engine_client(print, absent, start=False)
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:2375")
+    with pytest.raises(LabError, match=r"^no Docker engine answers at tcp://.*unset DOCKER_HOST"):
+        engine_client(print, absent)

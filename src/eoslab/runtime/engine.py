@@ -70,10 +70,15 @@ def engine_client(
     dockerd = shutil.which("dockerd")
     if dockerd is None:
         raise LabError(f"no Docker engine answers at {where} and none is installed: {INSTALL}")
-    if not start or where != f"unix://{DEFAULT_SOCKET}":
+    if where != f"unix://{DEFAULT_SOCKET}":
         raise LabError(
-            f"no Docker engine answers at {where} ({type(reached).__name__}); start it, or "
-            f"unset DOCKER_HOST to use the engine installed here ({dockerd})"
+            f"no Docker engine answers at {where} (DOCKER_HOST); start that one, or unset "
+            f"DOCKER_HOST for the one installed here ({dockerd})"
+        )
+    if not start:
+        raise LabError(
+            f"the Docker engine is not running (nothing answers at {where}); "
+            "`eoslab lab up --runtime compose` starts it as root, or: systemctl start docker"
         )
     if os.geteuid() != 0:
         raise LabError(

@@ -45,6 +45,7 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import docker
 from docker.errors import DockerException, ImageNotFound
@@ -470,10 +471,14 @@ class Builder:
         ids: dict[str, str] = {}
         for name in order:
             image = self.images[name]
-            if image.parent is None:
-                ids[name] = ensure_base(self.client, self.say)
+            if image.parent is not None:
+                ids[name] = self._ensure(image, ids[image.parent])
                 continue
-            ids[name] = self._ensure(image, ids[image.parent])
+            began, existed = time.monotonic(), self._current(image) is not None
+            ids[name] = ensure_base(self.client, self.say)
+            if not existed:
+                self.seconds[name] = round(time.monotonic() - began, 1)
+                self.built.append(name)
         reused = [self.images[n].ref for n in order if n not in self.built]
         if reused:
             self.say(f"images: {', '.join(reused)} up to date (base: {base_origin(self.client)})")
@@ -494,10 +499,7 @@ class Builder:
             [image.dockerfile.read_text(), parent_id, *image.facts()],
             [*files, *image.sources()],
         )
-        try:
-            current = self.client.images.get(image.ref)
-        except ImageNotFound:
-            current = None
+        current = self._current(image)
         if current is not None and (current.labels or {}).get(INPUTS_LABEL) == inputs:
             return current.id
         began = time.monotonic()
@@ -509,6 +511,13 @@ class Builder:
             with contextlib.suppress(DockerException):  # gone unless a container uses it
                 self.client.images.remove(current.id)
         return new_id
+
+    def _current(self, image: Image) -> Any:
+        """The image now tagged ``image.ref``, if any."""
+        try:
+            return self.client.images.get(image.ref)
+        except ImageNotFound:
+            return None
 
     def _build(self, image: Image, context: list[tuple[str, Path]], inputs: str) -> str:
         """Build ``image`` from ``context`` and what it makes on the host for it: the project's

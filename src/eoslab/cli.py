@@ -31,7 +31,6 @@ from eoslab.rundir import LAB_TARGETS, REPLICATION
 from eoslab.runtime import LabError, compose_lab_in, get_runtime, processes
 from eoslab.runtime import prune as prune_lib
 from eoslab.runtime import smoke as smoke_lib
-from eoslab.runtime.compose import ComposeRuntime
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.spark_cluster import SparkClusterError, StandaloneCluster
 from eoslab.runtime.status import ClusterView, LabStatus
@@ -91,6 +90,8 @@ def up(
     except (LabError, KeyError, ValueError) as error:
         raise fail(error) from error
     _print_status(status, partitions=False)
+    from eoslab.runtime.compose import ComposeRuntime  # here: no other command loads Docker's SDK
+
     if isinstance(lab, LocalRuntime) and lab.config.with_spark_connect:
         _warm_up_spark(lab)
     if isinstance(lab, ComposeRuntime) and lab.config.with_spark_connect:

@@ -245,7 +245,10 @@ class ComposeRuntime:
         self._local._preflight()  # the Kafka jars fetched, no local lab here, the ports free
         images = Builder(client, self.say).ensure(self._images())
         check_can_run(client, images["debian"])
-        ensure_password(self._local.postgres().password_file)
+        # the password before the server's container makes its cluster: the health checks
+        # (from the host) log in with it from the first poll on
+        if self.config.with_postgres:
+            ensure_password(self._local.postgres().password_file)
         self._write_project()
         try:
             self._one_offs()
@@ -259,6 +262,7 @@ class ComposeRuntime:
             self._local._await_cluster()
         except LabError:
             self._remove_all(purge=False)
+            (self.config.state_dir / COMPOSE_RECORD).unlink(missing_ok=True)
             raise
         return self.status()
 

@@ -54,7 +54,15 @@ def engine() -> Iterator[None]:
     yield
     if started is not None:
         os.kill(started, signal.SIGTERM)
-        wait_until(lambda: not psutil.pid_exists(started), 30.0)
+        assert wait_until(lambda: exited(started), 30.0), "the engine started here did not stop"
+
+
+def exited(pid: int) -> bool:
+    """Gone, or a zombie (this process started it: it is reaped when this one ends)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 @pytest.fixture(scope="module")

@@ -86,8 +86,13 @@ def engine_client(
             "sudo systemctl start docker (without systemd: sudo dockerd &)"
         )
     _start_engine(dockerd)
-    client = wait_until(lambda: _reach(factory), START_TIMEOUT_S, interval_s=0.5)
-    if not isinstance(client, docker.DockerClient):
+
+    def answers() -> docker.DockerClient | None:
+        reached = _reach(factory)
+        return reached if isinstance(reached, docker.DockerClient) else None
+
+    client = wait_until(answers, START_TIMEOUT_S, interval_s=0.5)
+    if client is None:
         raise LabError(
             f"the Docker engine did not answer within {START_TIMEOUT_S:.0f} s of starting; "
             f"{ENGINE_LOG} ends with:\n{log_tail(ENGINE_LOG, 15)}"

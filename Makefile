@@ -8,6 +8,16 @@ VENV := .venv
 EOSLAB := $(VENV)/bin/eoslab
 PYTEST_ARGS ?=
 
+# RUNTIME=compose: the lab in containers (`make lab RUNTIME=compose`, `make lab up RUNTIME=compose`,
+# ...); `make setup` then installs the Docker engine (EOSLAB_DOCKER=1, as `make test` sets it: the
+# suite runs a compose lab). README, "Compose".
+ifdef RUNTIME
+export EOSLAB_RUNTIME := $(RUNTIME)
+ifeq ($(RUNTIME),compose)
+export EOSLAB_DOCKER := 1
+endif
+endif
+
 .PHONY: setup lab up down status conformance test lint bench soak clean
 
 setup:
@@ -40,6 +50,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check src tests dags spark_jobs findings
 	$(VENV)/bin/mypy
 
+test: export EOSLAB_DOCKER := 1
 test: setup lint
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 

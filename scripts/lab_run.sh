@@ -11,6 +11,9 @@ MATRIX=${MATRIX:-default}
 if [ -n "${TARGETS:-}" ]; then export EOSLAB_TARGETS=$TARGETS; fi
 # CLIENTS=java,librdkafka (make lab CLIENTS=...): only the cells of these clients run
 if [ -n "${CLIENTS:-}" ]; then export EOSLAB_CLIENTS=$CLIENTS; fi
+# RUNTIME=compose (make lab RUNTIME=compose): the lab in containers, and the matrix through
+# Airflow in a container beside it (eoslab.runtime.compose task)
+if [ -n "${RUNTIME:-}" ]; then export EOSLAB_RUNTIME=$RUNTIME; fi
 EOSLAB=.venv/bin/eoslab
 PYTHON=.venv/bin/python
 
@@ -20,7 +23,12 @@ EOSLAB_WITH_AIRFLOW=0 $EOSLAB lab up \
   || fail "the lab did not come up (see above). If a previous lab is in the way: make lab down"
 trap '$EOSLAB lab down >/dev/null || echo "lab: \`make lab down\` failed; stop it by hand" >&2' EXIT
 
-$PYTHON -m eoslab.orchestration.command matrix --matrix "$MATRIX" ${VERBOSE:+--verbose}
+matrix=(-m eoslab.orchestration.command matrix --matrix "$MATRIX" ${VERBOSE:+--verbose})
+if [ "${EOSLAB_RUNTIME:-local}" = compose ]; then
+  $PYTHON -m eoslab.runtime.compose task -- python "${matrix[@]}"
+else
+  $PYTHON "${matrix[@]}"
+fi
 verdict=$?
 case $verdict in
   0) echo "lab: every cell conforms" ;;

@@ -63,6 +63,16 @@ command -v kcat >/dev/null || apt_install kcat "the kcat group consumer tests"
 command -v postgres >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
   || apt_install postgresql "the consumer workload's PostgreSQL sink (eoslab.runtime.postgres)"
 
+# --- docker: the compose runtime's engine (README, "Compose"), when it is asked for:
+# EOSLAB_DOCKER=1 (`make test` sets it, the suite runs a compose lab) or EOSLAB_RUNTIME=compose
+# (`make ... RUNTIME=compose`). Debian's docker.io, and debootstrap for the images' Debian base
+# where Docker Hub cannot be reached; eoslab starts the engine when it is not running.
+if [ "${EOSLAB_DOCKER:-0}" = 1 ] || [ "${EOSLAB_RUNTIME:-}" = compose ]; then
+  command -v dockerd >/dev/null || apt_install docker.io "the compose runtime's Docker engine"
+  command -v debootstrap >/dev/null || apt_install debootstrap "the compose images' Debian base"
+fi
+# --- end of docker
+
 # --- the franz-go group consumer the tests build (tests/refbroker/franzgo): its modules
 if command -v go >/dev/null; then
   if ! fresh tests/refbroker/franzgo/.downloaded tests/refbroker/franzgo/go.sum tests/refbroker/franzgo/go121.sum; then

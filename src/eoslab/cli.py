@@ -29,7 +29,7 @@ from eoslab.proxy.command import app as chaos_app
 from eoslab.refbroker.command import app as refbroker_app
 from eoslab.report.command import app as report_app
 from eoslab.rundir import LAB_TARGETS, REPLICATION
-from eoslab.runtime import LabError, get_runtime, processes
+from eoslab.runtime import LabError, compose_lab_in, get_runtime, processes
 from eoslab.runtime import prune as prune_lib
 from eoslab.runtime import smoke as smoke_lib
 from eoslab.runtime.local import LocalRuntime
@@ -98,9 +98,13 @@ def up(
     except (LabError, KeyError, ValueError) as error:
         raise fail(error) from error
     _print_status(status, partitions=False)
+    from eoslab.runtime.compose import ComposeRuntime  # here: no other command loads Docker's SDK
+
     if isinstance(lab, LocalRuntime) and lab.config.with_spark_connect:
         _warm_up_spark(lab)
-    if isinstance(lab, LocalRuntime) and lab.config.with_airflow:
+    if isinstance(lab, ComposeRuntime) and lab.config.with_spark_connect:
+        console.print(lab.warm_up_spark(), soft_wrap=True)
+    if isinstance(lab, LocalRuntime | ComposeRuntime) and lab.config.with_airflow:
         console.print(lab.airflow().login_banner())
     reached = "   ".join(
         f"{CLUSTER_TITLES[target]}: [bold]{view.bootstrap}[/]"
@@ -128,9 +132,13 @@ def down(
     ] = False,
     runtime: RuntimeOption = "local",
 ) -> None:
-    """Stop every service of the lab; nothing keeps running."""
+    """Stop every service of the lab; nothing keeps running (a compose lab in the lab folder
+    too, whatever the runtime)."""
     try:
-        get_runtime(runtime).down(purge=purge)
+        lab = get_runtime(runtime)
+        if lab.name != "compose" and compose_lab_in(lab.config.state_dir):
+            get_runtime("compose").down(purge=purge)
+        lab.down(purge=purge)
     except LabError as error:
         raise fail(error) from error
     console.print("The lab is down." + (" Its state is wiped." if purge else ""))

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eoslab.bench import checker, clusters, produce_throughput, warm_check
+from eoslab.bench import checker, clusters, compose, produce_throughput, warm_check
 from eoslab.rundir import RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
@@ -31,17 +31,17 @@ MAKE_LAB_TARGET_LINES = 60
 CELL_CHECK_TARGET_S = 10.0
 
 
-def time_lab_run(matrix: str = "default") -> dict[str, object]:
+def time_lab_run(matrix: str = "default", runtime: str = "local") -> dict[str, object]:
     """Wall time, printed lines and exit code of the one-command run (lab up, the matrix
     through Airflow, report, lab down) with everything already set up: `make lab` for the
     default matrix, whose targets are at most :data:`MAKE_LAB_TARGET_S` seconds and
     :data:`MAKE_LAB_TARGET_LINES` lines on success; `make conformance` for the full one
-    (timed, every cell of the catalogue)."""
+    (timed, every cell of the catalogue); ``runtime`` compose: `make lab RUNTIME=compose`."""
     begin = time.monotonic()
     done = subprocess.run(
         ["bash", "scripts/lab_run.sh"],
         cwd=project_root(),
-        env={**os.environ, "MATRIX": matrix},
+        env={**os.environ, "MATRIX": matrix, "RUNTIME": runtime},
         capture_output=True,
         text=True,
         check=False,
@@ -51,6 +51,7 @@ def time_lab_run(matrix: str = "default") -> dict[str, object]:
     nights = sorted(runs_root().glob("nightly-*"), key=lambda folder: folder.stat().st_mtime)
     figure: dict[str, object] = {
         "matrix": matrix,
+        "runtime": runtime,
         "seconds": seconds,
         "lines": lines,
         "exit_code": done.returncode,
@@ -106,6 +107,16 @@ def main() -> None:
         action="store_true",
         help="skip timing `make conformance` (the full matrix: every catalogue cell)",
     )
+    parser.add_argument(
+        "--skip-compose",
+        action="store_true",
+        help="skip the compose runtime's figures (image builds, lab up, the default matrix)",
+    )
+    parser.add_argument(
+        "--compose-cached",
+        action="store_true",
+        help="time the compose images' cached build only, not the build from scratch",
+    )
     parser.add_argument("--out", type=Path, default=project_root() / "bench" / "results")
     args = parser.parse_args()
 
@@ -135,8 +146,14 @@ def main() -> None:
         finally:
             lab.down()
         results["kafka4"] = clusters.run(Path(state), BENCH_PORT_OFFSET, args.records, args.repeats)
+        if not args.skip_compose:
+            results["compose"] = compose.run(
+                Path(state), BENCH_PORT_OFFSET, from_scratch=not args.compose_cached
+            )
     if not args.skip_make_lab:
         results["make_lab"] = time_lab_run("default")
+        if not args.skip_compose:
+            results["make_lab_compose"] = time_lab_run("default", runtime="compose")
     if not args.skip_conformance:
         results["make_conformance"] = time_lab_run("full")
     results["seconds"] = round(time.time() - started, 1)

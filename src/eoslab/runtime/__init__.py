@@ -6,9 +6,11 @@ pause, resume, restart), so the nemesis works unchanged on either.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from eoslab.runtime.lab import LabRuntime
 from eoslab.runtime.status import LabError
-from eoslab.runtime.topology import LabConfig
+from eoslab.runtime.topology import COMPOSE_RECORD, LabConfig
 from eoslab.settings import RUNTIMES, runtime_name
 
 
@@ -26,4 +28,9 @@ def get_runtime(name: str | None = None, config: LabConfig | None = None) -> Lab
     raise LabError(f"unknown runtime {name!r}; choose one of: {', '.join(RUNTIMES)}")
 
 
-__all__ = ["LabConfig", "LabError", "LabRuntime", "get_runtime"]
+def compose_lab_in(state_dir: Path) -> bool:
+    """Whether the compose runtime brought a lab up in this folder (and not down yet)."""
+    return (state_dir / COMPOSE_RECORD).is_file()
+
+
+__all__ = ["LabConfig", "LabError", "LabRuntime", "compose_lab_in", "get_runtime"]

@@ -56,6 +56,8 @@ REFBROKER_SERVICE = "refbroker"
 SPARK_CONNECT_SERVICE = "spark-connect"
 STATE_FILE = "state.json"
 """The local runtime's record of a running lab, in its state folder."""
+COMPOSE_RECORD = Path("compose") / "lab.json"
+"""The compose runtime's record of a lab it brought up, in its state folder."""
 
 
 def kafka_service(broker_id: int) -> str:

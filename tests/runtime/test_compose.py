@@ -15,7 +15,7 @@ import docker
 import pytest
 import yaml
 from docker.errors import DockerException
-from eoslab.workload.clients import OLDER_CLIENTS
+from eoslab.workload.drivers.librdkafka import OLDER_CLIENTS
 from packaging.requirements import Requirement
 
 from eoslab.runtime import compose_file, images

@@ -75,7 +75,7 @@ BUILD_REQUIREMENTS = ("setuptools==84.2.1", "wheel==0.48.0")
 """What building the project's wheel needs (pyproject's build-system), kept in the wheelhouse
 so that the wheel builds without an index."""
 OLDER_CLIENTS = ("confluent-kafka==2.2.0",)
-"""eoslab.workload.clients.OLDER_CLIENTS' packages (a lower layer may not import it; a test
+"""eoslab.workload.drivers.librdkafka.OLDER_CLIENTS' packages (a lower layer may not import it; a test
 holds the two equal): installed in the python image as `make setup` installs them."""
 IMAGE_HOME = "/opt/eoslab"
 """Where the images keep what a checkout holds (EOSLAB_HOME in the eoslab image)."""

@@ -141,15 +141,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from eoslab.clients import parse_client
 from eoslab.fault_events import FaultEffect
@@ -225,9 +226,20 @@ PRODUCER_ANOMALIES: tuple[str, ...] = get_args(ProducerAnomaly)
 CONSUMER_ANOMALIES: tuple[str, ...] = get_args(ConsumerAnomaly)
 TRANSACTION_ANOMALIES: tuple[str, ...] = get_args(TransactionAnomaly)
 COPY_ANOMALIES: tuple[str, ...] = get_args(CopyAnomaly)
-Expectation = Literal["0", ">0", ">=0", "any"]
-"""None, at least one, or counted only (">=0" and "any" never mismatch)."""
-EXPECTATION_FORMS: tuple[str, ...] = get_args(Expectation)
+EXPECTATION_PATTERN = r"^(any|>=0|>[0-9]+|[0-9]+)$"
+EXPECTATION_FORMS = '"N" (exactly N), ">N" (more than N), ">=0" or "any" (counted only)'
+"""The forms, as an error message names them."""
+
+
+def _expectation(value: str) -> str:
+    if not re.match(EXPECTATION_PATTERN, value):
+        raise ValueError(f"{value!r} is not an expectation: {EXPECTATION_FORMS}")
+    return value
+
+
+Expectation = Annotated[str, AfterValidator(_expectation)]
+"""``N``: exactly N ("0": none); ``>N``: more than N (">0": at least one); ``>=0`` and ``any``:
+counted only, never a mismatch."""
 FOREIGN = "foreign"
 """Records of the topic that are not the run's (another format or run): reported, counted, never
 an anomaly."""

@@ -15,7 +15,6 @@ import docker
 import pytest
 import yaml
 from docker.errors import DockerException
-from eoslab.workload.drivers.librdkafka import OLDER_CLIENTS
 from packaging.requirements import Requirement
 
 from eoslab.runtime import compose_file, images
@@ -26,6 +25,7 @@ from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.status import LabError
 from eoslab.runtime.topology import Kind, LabConfig
 from eoslab.settings import project_root
+from eoslab.workload.drivers.librdkafka import OLDER_CLIENTS
 
 COMMITTED = project_root() / "compose" / "docker-compose.yml"
 

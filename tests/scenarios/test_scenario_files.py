@@ -65,6 +65,8 @@ CATALOGUE = [
     "partition-rolling",
     "txn-coordinator-isolated",
     "group-coordinator-isolated",
+    "kafka-14417",
+    "kafka-12152",
 ]
 
 
@@ -202,7 +204,7 @@ def test_a_valid_file_loads(tmp_path: Path) -> None:
         (
             {"expected": {"anomalies": {"duplicate": "lots"}}},
             "expected.anomalies.duplicate",
-            "'>0'",
+            '\'lots\' is not an expectation: "N" (exactly N), ">N"',
         ),
         (
             {"expected": {"anomalies": {"teleported": "0"}}},

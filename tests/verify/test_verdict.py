@@ -116,6 +116,10 @@ def test_a_checker_that_disagrees_with_itself_makes_the_run_invalid() -> None:
         (">=0", 7, True),
         ("any", 0, True),
         ("any", 7, True),
+        ("1", 1, True),
+        ("1", 2, False),
+        (">1", 1, False),
+        (">1", 3, True),
     ],
 )
 def test_matches(expectation: str, observed: int, conforms: bool) -> None:

@@ -15,6 +15,7 @@ error the scenario does not name) at "0"; ``epoch_bumps`` counts the producers' 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from eoslab.rundir import (
     EPOCH_BUMPS,
     ERRORS_KEY,
     EXPECTATION_FORMS,
+    EXPECTATION_PATTERN,
     FATAL_KEY,
     UNEXPECTED_FATAL,
     Check,
@@ -44,14 +46,14 @@ class ExpectationError(ValueError):
 
 
 def matches(expectation: str, observed: int) -> bool:
-    """Whether an observed count satisfies an expectation string."""
-    if expectation == "0":
-        return observed == 0
-    if expectation == ">0":
-        return observed > 0
+    """Whether an observed count satisfies an expectation string (:data:`EXPECTATION_FORMS`)."""
+    if not re.match(EXPECTATION_PATTERN, expectation):
+        raise ExpectationError(f"expectation {expectation!r} is not one of {EXPECTATION_FORMS}")
     if expectation in (">=0", "any"):
         return True
-    raise ExpectationError(f"expectation {expectation!r} is not one of {EXPECTATION_FORMS}")
+    if expectation.startswith(">"):
+        return observed > int(expectation[1:])
+    return observed == int(expectation)
 
 
 def expected_checks(
@@ -79,7 +81,7 @@ def expected_checks(
             known = ", ".join((*checks, ERRORS_KEY, FATAL_KEY))
             raise ExpectationError(f"unknown check {name!r} in expected; known: {known}")
         for check, form in pairs:
-            if form not in EXPECTATION_FORMS:
+            if not re.match(EXPECTATION_PATTERN, form):
                 raise ExpectationError(
                     f"{check}: expectation {form!r} is not one of {EXPECTATION_FORMS}"
                 )

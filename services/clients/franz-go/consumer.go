@@ -19,6 +19,10 @@ type tp struct {
 	partition int32
 }
 
+func (a tp) less(b tp) bool {
+	return a.topic < b.topic || (a.topic == b.topic && a.partition < b.partition)
+}
+
 // consumer is one franz-go consumer of the session, shaped as librdkafka's:
 //
 //   - its client is made when it is first used: subscribe makes a group consumer, assign a
@@ -292,25 +296,26 @@ func (c *consumer) consume(max int, timeout time.Duration) (any, *failure) {
 	fetches.EachRecord(func(r *kgo.Record) {
 		where := tp{r.Topic, r.Partition}
 		c.position[where] = r.Offset + 1
+		delete(c.atEnd, where) // the position moved: its end is to be reached again
 		if r.Attrs.IsControl() {
 			return
 		}
 		c.handedOut[where] = r.Offset + 1
-		delete(c.atEnd, where)
 		items = append(items, map[string]any{
 			"t": r.Topic, "p": r.Partition, "o": r.Offset,
 			"k": latin1(r.Key), "v": latin1(r.Value), "ts": r.Timestamp.UnixMilli(),
 		})
 	})
 	if c.eof && len(items) == 0 {
-		items = append(items, c.reachedEnds()...)
+		items = append(items, c.reachedEnds(max)...)
 	}
 	return items, nil
 }
 
 // reachedEnds: an end-of-partition item for every partition whose position reached its end
-// offset since it last gave one (asked at most every endCheckInterval).
-func (c *consumer) reachedEnds() []any {
+// offset since it last gave one (asked at most every endCheckInterval), at most max of them
+// (a consume's items are at most max: the others come with a later consume).
+func (c *consumer) reachedEnds(max int) []any {
 	if time.Since(c.lastEndsAt) < endCheckInterval {
 		return nil
 	}
@@ -324,6 +329,7 @@ func (c *consumer) reachedEnds() []any {
 	if len(candidates) == 0 {
 		return nil
 	}
+	sort.Slice(candidates, func(i, j int) bool { return candidates[i].less(candidates[j]) })
 	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
 	defer cancel()
 	ends, err := c.listOffsets(ctx, candidates, -1)
@@ -333,6 +339,9 @@ func (c *consumer) reachedEnds() []any {
 	}
 	var items []any
 	for _, where := range candidates {
+		if len(items) >= max {
+			break
+		}
 		position, known := c.knownPosition(ctx, where)
 		if !known || position < ends[where] {
 			continue

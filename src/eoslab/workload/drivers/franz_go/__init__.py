@@ -13,8 +13,11 @@ shared by its consumer and its producer: franz-go commits a transaction's offset
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +27,12 @@ from eoslab.workload.drivers.build import Build, clients_dir
 
 MODULE = "github.com/twmb/franz-go"
 BINARY = "eoslab-franz-go"
+LOOKUP_TIMEOUT_S = 60.0
+MISSING = (
+    r"not available|unknown revision|invalid version|no matching versions|404 Not Found|"
+    r"410 Gone|dial tcp|no such host"
+)
+"""go's words for a module version the proxy does not have (or a proxy it cannot reach)."""
 KIP848_SINCE = (1, 22, 0)
 """franz-go's KIP-848 consumer group (kgo.ServerSideBalancer) exists from this version on: the
 driver is built with ``-tags kip848`` for it (older versions refuse group.protocol=consumer)."""
@@ -53,7 +62,10 @@ def prepare(version: str, say: Callable[[str], None]) -> ClientLaunch:
         raise ClientError(f"franz-go:{version}: the franz-go driver needs go on PATH")
     module = module_version(version)
     folder = clients_dir() / f"franz-go-{module}"
-    Build(folder, inputs=sources(), what=f"the franz-go driver for {MODULE} {module}").ensure(
+    build = Build(folder, inputs=sources(), what=f"the franz-go driver for {MODULE} {module}")
+    if not build.fresh:
+        check_published(version, module)
+    build.ensure(
         lambda: ["sh", str(sources() / "build.sh"), module, str(folder), build_tags(module)],
         say,
         lambda output: failure_line(version, module, output),
@@ -61,13 +73,25 @@ def prepare(version: str, say: Callable[[str], None]) -> ClientLaunch:
     return ClientLaunch(family="franz-go", version=version, command=(str(folder / BINARY),))
 
 
+def check_published(version: str, module: str) -> None:
+    """ClientError (one line) unless the Go module proxy has ``module`` (before a build starts:
+    one look-up of the version asked for)."""
+    done = subprocess.run(
+        ["go", "list", "-m", f"{MODULE}@{module}"],
+        capture_output=True,
+        text=True,
+        timeout=LOOKUP_TIMEOUT_S,
+        env={**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"},
+        cwd=tempfile.gettempdir(),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ClientError(failure_line(version, module, done.stderr))
+
+
 def failure_line(version: str, module: str, output: str) -> str:
     """go's failure as one line: the version missing from the proxy, or what broke."""
-    if re.search(
-        rf"{re.escape(MODULE)}@{re.escape(module)}:.*(not available|unknown revision|"
-        r"invalid version|no matching versions|not found)",
-        output,
-    ):
+    if f"{MODULE}@{module}" in output and re.search(MISSING, output):
         return (
             f"franz-go:{version}: {MODULE} {module} is not on the Go module proxy "
             "(or the proxy is not reachable)"

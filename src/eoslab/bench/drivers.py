@@ -39,7 +39,7 @@ def run(lab: LocalRuntime, records: int, repeats: int) -> dict[str, object]:
     for name in DRIVERS:
         client = ClientApi(prepare(parse_client(name)))
         try:
-            rate = best_of(repeats, bootstrap, topic, records, client, SETTINGS)
+            rate = best_of(repeats, bootstrap, topic, records, client=client, settings=SETTINGS)
         finally:
             client.close()
         ratio = round(rate["records_per_s"] / baseline["records_per_s"], 3)

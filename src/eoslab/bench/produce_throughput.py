@@ -40,6 +40,7 @@ def measure(
     bootstrap: str,
     topic: str,
     records: int,
+    *,
     client: ClientApi | None = None,
     settings: dict[str, object] = SETTINGS,
 ) -> dict[str, float]:
@@ -82,11 +83,14 @@ def best_of(
     bootstrap: str,
     topic: str,
     records: int,
+    *,
     client: ClientApi | None = None,
     settings: dict[str, object] = SETTINGS,
 ) -> dict[str, Any]:
     """The median run of several, with the spread, so one noisy neighbour does not decide."""
-    runs = [measure(bootstrap, topic, records, client, settings) for _ in range(repeats)]
+    runs = [
+        measure(bootstrap, topic, records, client=client, settings=settings) for _ in range(repeats)
+    ]
     rates = [r["records_per_s"] for r in runs]
     median = sorted(runs, key=lambda r: r["records_per_s"])[len(runs) // 2]
     return {

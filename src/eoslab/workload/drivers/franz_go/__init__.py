@@ -100,4 +100,6 @@ def failure_line(version: str, module: str, output: str) -> str:
     if errors:
         return f"franz-go:{version}: the driver does not compile against {module}: {errors[0]}"
     lines = [line for line in output.splitlines() if line.strip()]
-    return f"franz-go:{version}: go could not build the driver: {lines[-1] if lines else 'no output'}"
+    return (
+        f"franz-go:{version}: go could not build the driver: {lines[-1] if lines else 'no output'}"
+    )

@@ -66,14 +66,20 @@ def _choice(choices: dict[str, str | None]) -> Convert:
         key = _text(name, value).lower()
         if key not in choices:
             known = ", ".join(sorted(choices))
-            raise DriverConfigError(f"{name}: {value!r} has no franz-go equivalent (known: {known})")
+            raise DriverConfigError(
+                f"{name}: {value!r} has no franz-go equivalent (known: {known})"
+            )
         return choices[key]
 
     return convert
 
 
 def _balancers(name: str, value: Any) -> str:
-    names = {"range": "range", "roundrobin": "roundrobin", "cooperative-sticky": "cooperative-sticky"}
+    names = {
+        "range": "range",
+        "roundrobin": "roundrobin",
+        "cooperative-sticky": "cooperative-sticky",
+    }
     chosen = [n.strip() for n in str(value).split(",") if n.strip()]
     unknown = [n for n in chosen if n not in names]
     if unknown or not chosen:
@@ -183,10 +189,9 @@ def producer(config: dict[str, Any]) -> tuple[dict[str, str], int]:
 def consumer(config: dict[str, Any]) -> tuple[dict[str, str], int]:
     """A consumer's driver options (the end-of-partition events are the driver's own)."""
     native = _translated(config, CONSUMER)
-    if "Balancers" in native and "ServerSideBalancer" in native:
-        if config.get("partition.assignment.strategy") is not None:
-            raise DriverConfigError(
-                "partition.assignment.strategy: under group.protocol consumer the broker assigns "
-                "(group.remote.assignor)"
-            )
+    if "ServerSideBalancer" in native and config.get("partition.assignment.strategy") is not None:
+        raise DriverConfigError(
+            "partition.assignment.strategy: under group.protocol consumer the broker assigns "
+            "(group.remote.assignor)"
+        )
     return native, 0

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eoslab.bench import checker, clusters, compose, produce_throughput, warm_check
+from eoslab.bench import checker, clusters, compose, drivers, produce_throughput, warm_check
 from eoslab.rundir import RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
@@ -139,6 +139,7 @@ def main() -> None:
         lab.up()
         try:
             results["produce_throughput"] = produce_throughput.run(lab, args.records, args.repeats)
+            results["driver_throughput"] = drivers.run(lab, args.records, args.repeats)
             scales = [int(n) for n in args.checker_scales.split(",") if n]
             if scales:  # in a JVM of this process, so before it becomes a Spark Connect client
                 results["checker"] = checker.run(scales, bootstrap=lab.config.bootstrap_servers)

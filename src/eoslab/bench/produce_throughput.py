@@ -19,12 +19,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoslab.clock import wait_until
 from eoslab.runtime.health import port_open
 from eoslab.runtime.local import LocalRuntime
+from eoslab.workload.drivers.api import ClientApi
 
 VALUE_BYTES = 1024
 SETTINGS = {
@@ -36,9 +36,17 @@ SETTINGS = {
 }
 
 
-def measure(bootstrap: str, topic: str, records: int) -> dict[str, float]:
-    """Send `records` values of 1 KiB to partition 0 as fast as the client allows."""
-    producer = Producer({"bootstrap.servers": bootstrap, **SETTINGS})
+def measure(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    *,
+    client: ClientApi | None = None,
+    settings: dict[str, object] = SETTINGS,
+) -> dict[str, float]:
+    """Send `records` values of 1 KiB to partition 0 as fast as the client allows (`client`: a
+    session's client as the roles have it, a driver program's too; None: librdkafka here)."""
+    producer = (client or ClientApi(None)).producer({"bootstrap.servers": bootstrap, **settings})
     value = b"x" * VALUE_BYTES
     failures = 0
 
@@ -70,9 +78,19 @@ def measure(bootstrap: str, topic: str, records: int) -> dict[str, float]:
     }
 
 
-def best_of(repeats: int, bootstrap: str, topic: str, records: int) -> dict[str, Any]:
+def best_of(
+    repeats: int,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    *,
+    client: ClientApi | None = None,
+    settings: dict[str, object] = SETTINGS,
+) -> dict[str, Any]:
     """The median run of several, with the spread, so one noisy neighbour does not decide."""
-    runs = [measure(bootstrap, topic, records) for _ in range(repeats)]
+    runs = [
+        measure(bootstrap, topic, records, client=client, settings=settings) for _ in range(repeats)
+    ]
     rates = [r["records_per_s"] for r in runs]
     median = sorted(runs, key=lambda r: r["records_per_s"])[len(runs) // 2]
     return {

@@ -1,0 +1,289 @@
+// eoslab's driver for franz-go (github.com/twmb/franz-go): the lab's workload roles (the Python
+// session processes) run their Kafka client through it. One driver process per session, a child
+// of the session's process and in its process group (a kill -9 or a SIGSTOP of the session
+// reaches both); it reads one command a line on stdin and writes replies and events on stdout,
+// as src/eoslab/workload/drivers/contract.py specifies. It holds no application logic: what to
+// send, when to commit, what a record's effect is, are the host's.
+//
+// Built once per franz-go module version by src/eoslab/workload/drivers/franz_go (the same
+// source compiles against v1.20 to v1.22; KIP-848 groups, which franz-go has from v1.22.0, with
+// -tags kip848). stdin closing means the host is gone: the driver exits at once, as a crash
+// would, without flushing or closing anything.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+const (
+	franzGoModule  = "github.com/twmb/franz-go"
+	snapshotsKept  = 64
+	defaultTimeout = 30 * time.Second
+)
+
+type command struct {
+	Op            string            `json:"op"`
+	ID            *int64            `json:"id"`
+	Handle        string            `json:"handle"`
+	Config        map[string]string `json:"config"`
+	StatsMs       int64             `json:"stats_ms"`
+	Token         int64             `json:"token"`
+	Topic         string            `json:"topic"`
+	Partition     int32             `json:"partition"`
+	Key           *string           `json:"key"`
+	Value         *string           `json:"value"`
+	TimeoutMs     *int64            `json:"timeout_ms"`
+	Offsets       [][]any           `json:"offsets"`
+	GroupMetadata int64             `json:"group_metadata"`
+	EOF           bool              `json:"eof"`
+	Topics        []string          `json:"topics"`
+	Partitions    [][]any           `json:"partitions"`
+	Max           int               `json:"max"`
+	Position      []any             `json:"position"`
+}
+
+func (c *command) timeout() time.Duration {
+	if c.TimeoutMs == nil {
+		return defaultTimeout
+	}
+	return time.Duration(*c.TimeoutMs) * time.Millisecond
+}
+
+// snapshot is a consumer's group membership as group_metadata answered it (for a transactional
+// producer's offsets).
+type snapshot struct {
+	consumer   *consumer
+	generation int32
+	memberID   string
+}
+
+// rebalance is a group callback of franz-go waiting for the host to run its own (see await).
+type rebalance struct {
+	consumer   *consumer
+	kind       string
+	partitions map[string][]int32
+	done       chan struct{}
+}
+
+type driver struct {
+	in         chan []byte
+	rebalances chan *rebalance
+	producers  map[string]*producer
+	consumers  map[string]*consumer
+	snapshots  map[int64]snapshot
+	order      []int64
+	next       int64
+}
+
+func main() {
+	startWire()
+	d := &driver{
+		in:         make(chan []byte, 1024),
+		rebalances: make(chan *rebalance),
+		producers:  map[string]*producer{},
+		consumers:  map[string]*consumer{},
+		snapshots:  map[int64]snapshot{},
+	}
+	go d.read()
+	d.serve(false)
+}
+
+// read hands stdin's lines to the command loop; at its end the host is gone: exit at once.
+func (d *driver) read() {
+	stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := stdin.ReadBytes('\n')
+		if len(line) > 0 && err == nil {
+			d.in <- line
+		}
+		if err != nil {
+			os.Exit(0)
+		}
+	}
+}
+
+// serve runs commands until stdin closes, or (inside a rebalance callback) until resume.
+func (d *driver) serve(untilResume bool) {
+	for line := range d.in {
+		var cmd command
+		if err := json.Unmarshal(line, &cmd); err != nil {
+			logf("not a JSON command: %s", strings.TrimSpace(string(line)))
+			continue
+		}
+		if cmd.Op == "resume" {
+			if untilResume {
+				return
+			}
+			continue
+		}
+		d.execute(&cmd)
+	}
+}
+
+// await runs a blocking client call and, while it runs, the host's rebalance callbacks: franz-go
+// calls its group callbacks on a goroutine of its own, and a call (a poll above all) may wait for
+// one to finish. A callback is the host's turn: a rebalance event, then commands until resume.
+// Only a call with a reply serves them (the host runs callbacks only while it waits for one).
+func (d *driver) await(call func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		call()
+	}()
+	d.awaitDone(done, nil)
+}
+
+// awaitDone waits for done (serving rebalance callbacks meanwhile) or, given one, the timer:
+// false when the timer fired first.
+func (d *driver) awaitDone(done <-chan struct{}, timer <-chan time.Time) bool {
+	for {
+		select {
+		case <-done:
+			return true
+		case <-timer:
+			return false
+		case callback := <-d.rebalances:
+			d.rebalanced(callback)
+		}
+	}
+}
+
+func (d *driver) rebalanced(callback *rebalance) {
+	c := callback.consumer
+	c.rebalanced(callback.kind, callback.partitions)
+	event("rebalance", map[string]any{
+		"handle":     c.handle,
+		"kind":       callback.kind,
+		"partitions": pairs(callback.partitions),
+	})
+	d.serve(true)
+	close(callback.done)
+}
+
+func (d *driver) execute(cmd *command) {
+	id := int64(-1)
+	if cmd.ID != nil {
+		id = *cmd.ID
+	}
+	result, failed := d.run(cmd)
+	switch {
+	case failed != nil && id >= 0:
+		fail(id, failed.object())
+	case failed != nil:
+		logf("%s: %s", cmd.Op, failed.reason)
+	case id >= 0 && result != nil:
+		reply(id, result)
+	}
+}
+
+// run does one command: its reply's result (nil: no reply), or its failure.
+func (d *driver) run(cmd *command) (any, *failure) {
+	if p := d.producers[cmd.Handle]; p == nil && isProducerOp(cmd.Op) {
+		f := refused(codeState, "no producer %q", cmd.Handle)
+		return nil, &f
+	}
+	if c := d.consumers[cmd.Handle]; c == nil && isConsumerOp(cmd.Op) {
+		f := refused(codeState, "no consumer %q", cmd.Handle)
+		return nil, &f
+	}
+	empty := map[string]any{}
+	switch cmd.Op {
+	case "hello":
+		return map[string]any{"client": "franz-go", "version": clientVersion()}, nil
+	case "producer":
+		p, failed := d.newProducer(cmd.Handle, cmd.Config, cmd.StatsMs)
+		if failed != nil {
+			return nil, failed
+		}
+		d.producers[cmd.Handle] = p
+		return empty, nil
+	case "produce":
+		d.producers[cmd.Handle].produce(cmd.Token, cmd.Topic, cmd.Partition, raw(cmd.Key), raw(cmd.Value))
+		return nil, nil
+	case "purge":
+		d.producers[cmd.Handle].purge()
+		return empty, nil
+	case "init_transactions", "begin_transaction", "commit_transaction", "abort_transaction":
+		return empty, d.producers[cmd.Handle].transactional(cmd.Op, cmd.timeout())
+	case "send_offsets_to_transaction":
+		return empty, d.producers[cmd.Handle].sendOffsets(cmd.Offsets, d.snapshots[cmd.GroupMetadata])
+	case "close_producer":
+		d.producers[cmd.Handle].close(cmd.timeout())
+		delete(d.producers, cmd.Handle)
+		return empty, nil
+	case "consumer":
+		c, err := newConsumer(d, cmd.Handle, cmd.Config, cmd.EOF)
+		if err != nil {
+			f := refused(codeInvalidArg, "%v", err)
+			return nil, &f
+		}
+		d.consumers[cmd.Handle] = c
+		return empty, nil
+	case "close_consumer":
+		d.consumers[cmd.Handle].close()
+		delete(d.consumers, cmd.Handle)
+		return empty, nil
+	case "group_metadata":
+		return d.snapshot(d.consumers[cmd.Handle]), nil
+	case "exit":
+		os.Exit(0)
+	}
+	if isConsumerOp(cmd.Op) {
+		return d.consumers[cmd.Handle].run(cmd)
+	}
+	f := refused(codeInvalidArg, "unknown command %q", cmd.Op)
+	return nil, &f
+}
+
+func isProducerOp(op string) bool {
+	switch op {
+	case "produce", "purge", "init_transactions", "begin_transaction", "commit_transaction",
+		"abort_transaction", "send_offsets_to_transaction", "close_producer":
+		return true
+	}
+	return false
+}
+
+func isConsumerOp(op string) bool {
+	switch op {
+	case "subscribe", "assign", "consume", "commit", "committed", "seek", "pause",
+		"resume_partitions", "watermarks", "group_metadata", "close_consumer":
+		return true
+	}
+	return false
+}
+
+// snapshot keeps the consumer's group membership now for a transactional producer's offsets.
+func (d *driver) snapshot(c *consumer) map[string]any {
+	memberID, generation := c.membership()
+	d.next++
+	d.snapshots[d.next] = snapshot{consumer: c, generation: generation, memberID: memberID}
+	d.order = append(d.order, d.next)
+	for len(d.order) > snapshotsKept {
+		delete(d.snapshots, d.order[0])
+		d.order = d.order[1:]
+	}
+	return map[string]any{"id": d.next, "generation": generation, "member_id": memberID}
+}
+
+// clientVersion is the franz-go module version linked into this binary (without its "v").
+func clientVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, dep := range info.Deps {
+		if dep.Path == franzGoModule {
+			if dep.Replace != nil {
+				dep = dep.Replace
+			}
+			return strings.TrimPrefix(dep.Version, "v")
+		}
+	}
+	return "unknown"
+}

@@ -106,6 +106,16 @@ for pin in $("$VENV/bin/python" -c 'from eoslab.workload.drivers.librdkafka impo
   fi
 done
 
+# --- the client drivers the default matrix runs (Kafka's Java client, franz-go): built once per
+# version into .venv-clients/ (eoslab.workload.drivers); other versions are built on first use
+if ! fresh .venv-clients/.default-drivers services/clients src/eoslab/orchestration/matrix.py; then
+  default_clients=$("$VENV/bin/python" -c 'from eoslab.orchestration.matrix import DEFAULT_CELLS; print(" ".join(sorted({c.client for c in DEFAULT_CELLS if c.client})))')
+  # shellcheck disable=SC2086  # one word per client
+  "$VENV/bin/eoslab" clients prepare $default_clients | sed 's/^clients: /setup: /' \
+    || fail "the default matrix's client drivers could not be built (the line above says why)."
+  touch .venv-clients/.default-drivers
+fi
+
 # --- jars -------------------------------------------------------------------------------
 fetch_jars() {  # pom, output folder, extra maven args...
   local pom=$1 out=$2; shift 2

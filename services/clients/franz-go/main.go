@@ -45,6 +45,7 @@ type command struct {
 	Partitions    [][]any           `json:"partitions"`
 	Max           int               `json:"max"`
 	Position      []any             `json:"position"`
+	Consumer      string            `json:"consumer"`
 }
 
 func (c *command) timeout() time.Duration {
@@ -196,7 +197,7 @@ func (d *driver) run(cmd *command) (any, *failure) {
 	case "hello":
 		return map[string]any{"client": "franz-go", "version": clientVersion()}, nil
 	case "producer":
-		p, failed := d.newProducer(cmd.Handle, cmd.Config, cmd.StatsMs)
+		p, failed := d.newProducer(cmd.Handle, cmd.Config, cmd.StatsMs, cmd.Consumer)
 		if failed != nil {
 			return nil, failed
 		}

@@ -59,7 +59,7 @@ type pendingCall struct {
 	err  error
 }
 
-func (d *driver) newProducer(handle string, native map[string]string, statsMs int64) (*producer, *failure) {
+func (d *driver) newProducer(handle string, native map[string]string, statsMs int64, consumer string) (*producer, *failure) {
 	o, err := parseOptions(native)
 	if err != nil {
 		f := refused(codeInvalidArg, "%v", err)
@@ -76,8 +76,12 @@ func (d *driver) newProducer(handle string, native map[string]string, statsMs in
 	p.producerID.Store(-1)
 	p.producerEpoch.Store(-1)
 	opts := append([]kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner())}, o.client...)
-	if o.txnID != "" {
-		p.paired = d.unjoinedGroupConsumer()
+	if o.txnID != "" && consumer != "" {
+		p.paired = d.consumers[consumer]
+		if p.paired == nil || p.paired.cl != nil || p.paired.opts.groupID == "" {
+			f := refused(codeInvalidArg, "consumer %q: not a group consumer of this session made before the producer", consumer)
+			return nil, &f
+		}
 	}
 	if p.paired != nil {
 		opts = append(p.paired.groupOptions(), opts...)
@@ -97,17 +101,6 @@ func (d *driver) newProducer(handle string, native map[string]string, statsMs in
 		go p.statistics(time.Duration(statsMs) * time.Millisecond)
 	}
 	return p, nil
-}
-
-// unjoinedGroupConsumer is the session's group consumer whose client is not yet made (the
-// copier's), if any.
-func (d *driver) unjoinedGroupConsumer() *consumer {
-	for _, c := range d.consumers {
-		if c.cl == nil && c.opts.groupID != "" {
-			return c
-		}
-	}
-	return nil
 }
 
 func (p *producer) produce(token int64, topic string, partition int32, key, value []byte) {

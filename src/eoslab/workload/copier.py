@@ -162,7 +162,8 @@ class CopierSession:
                 "stats_cb": self._on_stats,
                 "error_cb": self._on_error,
                 "on_delivery": self._on_delivery,
-            }
+            },
+            for_consumer=self.consumer,
         )
 
     @property

@@ -133,10 +133,15 @@ class ClientApi:
             self._driver = DriverProcess(self.launch)
         return self._driver
 
-    def producer(self, config: dict[str, Any]) -> ProducerApi:
+    def producer(
+        self, config: dict[str, Any], *, for_consumer: ConsumerApi | None = None
+    ) -> ProducerApi:
+        """A producer; ``for_consumer``: the group consumer whose offsets it sends in its
+        transactions (a copier's), which a client may need to know when it is made."""
         if self.launch is None:
             return Producer(config)
-        return RemoteProducer(self._started(), config, _translator(self.launch, "producer"))
+        paired = for_consumer if isinstance(for_consumer, RemoteConsumer) else None
+        return RemoteProducer(self._started(), config, _translator(self.launch, "producer"), paired)
 
     def consumer(self, config: dict[str, Any]) -> ConsumerApi:
         if self.launch is None:

@@ -15,7 +15,11 @@ Bytes (record keys and values) cross as latin-1 strings: one character per byte.
 Commands (``op``; those with an ``id`` are answered by a reply with ``re`` = that id)::
 
     {"op": "hello", "id"}                       -> {"client": "java", "version": "3.9.2"}
-    {"op": "producer", "id", "handle", "config": {native properties}, "stats_ms": N}
+    {"op": "producer", "id", "handle", "config": {native properties}, "stats_ms": N,
+           "consumer": handle (optional)}       the group consumer whose offsets this
+                                                   (transactional) producer sends: a client
+                                                   that commits them only from one client of
+                                                   both roles (franz-go) makes them one
     {"op": "produce", "handle", "token", "topic", "partition", "key", "value"}   (no reply:
                                                    a "delivery" event for the token, always)
     {"op": "purge", "id", "handle"}             abandon every outstanding record (each gets its

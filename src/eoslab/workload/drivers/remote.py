@@ -29,6 +29,10 @@ from eoslab.workload.drivers.contract import Line, latin1, raw
 PARTITION_EOF = KafkaError._PARTITION_EOF
 DRIVER_GONE = KafkaError._FATAL
 EXIT_GRACE_S = 5.0
+FLUSH_BYTES = 1 << 16
+FLUSH_INTERVAL_S = 0.001
+"""A poll that does not wait sends what is written once this much is pending or this long has
+passed: not a write per record (the producer polls after every one)."""
 DEFAULT_CALL_TIMEOUT_S = 30.0
 
 Config = dict[str, Any]
@@ -59,11 +63,13 @@ class DriverProcess:
     def __init__(self, launch: ClientLaunch) -> None:
         self.launch = launch
         self._process = subprocess.Popen(
-            list(launch.command), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            list(launch.command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=FLUSH_BYTES
         )
         assert self._process.stdin is not None
         self._stdin = self._process.stdin
         self._inbox: queue.SimpleQueue[Line | None] = queue.SimpleQueue()
+        self._pending = 0
+        self._flushed = time.monotonic()
         self._stashed: deque[Line] = deque()
         self._ids = itertools.count(1)
         self._handles = itertools.count(1)
@@ -97,9 +103,13 @@ class DriverProcess:
 
     def write(self, line: Line) -> None:
         """A command without a reply (buffered: sent by the next flush, call or serve)."""
-        self._stdin.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+        data = json.dumps(line, separators=(",", ":")).encode() + b"\n"
+        self._pending += len(data)
+        self._stdin.write(data)
 
     def flush(self) -> None:
+        self._pending = 0
+        self._flushed = time.monotonic()
         try:
             self._stdin.flush()
         except (BrokenPipeError, ValueError):
@@ -145,8 +155,14 @@ class DriverProcess:
                 self._stashed.append(line)
 
     def serve(self, timeout_s: float | None) -> int:
-        """Serve waiting events, waiting up to ``timeout_s`` for the first; how many."""
-        self.flush()
+        """Serve waiting events, waiting up to ``timeout_s`` for the first; how many. What is
+        written is sent first, unless the poll does not wait and little is pending."""
+        if (
+            timeout_s != 0
+            or self._pending >= FLUSH_BYTES
+            or time.monotonic() - self._flushed >= FLUSH_INTERVAL_S
+        ):
+            self.flush()
         served = 0
         while self._stashed:
             self._dispatch(self._stashed.popleft())
@@ -204,7 +220,13 @@ class _Sent:
 class RemoteProducer:
     """librdkafka's Producer, on a driver's client."""
 
-    def __init__(self, driver: DriverProcess, config: Config, translate: Translate) -> None:
+    def __init__(
+        self,
+        driver: DriverProcess,
+        config: Config,
+        translate: Translate,
+        consumer: RemoteConsumer | None = None,
+    ) -> None:
         self._driver = driver
         self._stats_cb = config.get("stats_cb")
         self._error_cb = config.get("error_cb")
@@ -214,7 +236,13 @@ class RemoteProducer:
         self._outstanding: dict[int, _Sent] = {}
         driver.listen(self.handle, self._on_event)
         driver.call(
-            {"op": "producer", "handle": self.handle, "config": native, "stats_ms": stats_ms}
+            {
+                "op": "producer",
+                "handle": self.handle,
+                "config": native,
+                "stats_ms": stats_ms,
+                **({} if consumer is None else {"consumer": consumer.handle}),
+            }
         )
 
     def produce(

@@ -12,6 +12,10 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
+CLIENTS_DIR = ".venv-clients"
+"""Where, in the checkout, client drivers are built and other librdkafka releases installed, one
+folder each (:meth:`ClientRef.folder`)."""
+
 Family = Literal["librdkafka", "java", "franz-go"]
 FAMILIES: tuple[str, ...] = get_args(Family)
 LIBRDKAFKA: Family = "librdkafka"
@@ -36,6 +40,19 @@ class ClientRef:
     def slug(self) -> str:
         """The client as a cell name ends with it: characters a Kafka topic name allows."""
         return f"{self.family}-{self.version}"
+
+    @property
+    def folder(self) -> str:
+        """Its folder under :data:`CLIENTS_DIR` (a driver's build, a librdkafka release)."""
+        name = "confluent-kafka" if self.family == "librdkafka" else self.family
+        return f"{name}-{self.version}"
+
+
+MATRIX_JAVA = ClientRef("java", "3.9.2")
+MATRIX_FRANZ_GO = ClientRef("franz-go", "v1.22.2")
+MATRIX_DRIVERS = (MATRIX_JAVA, MATRIX_FRANZ_GO)
+"""The driver-program clients the matrices run beside the workload's own librdkafka (built by
+``make setup``, and into the compose image)."""
 
 
 def parse_client(text: str) -> ClientRef:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from eoslab.clients import ClientError, parse_client
+from eoslab.clients import MATRIX_FRANZ_GO, MATRIX_JAVA, ClientError, parse_client
 from eoslab.rundir import (
     HANDLER_MODES,
     LAB_TARGETS,
@@ -39,8 +39,8 @@ END_TO_END: dict[str, tuple[HandlerMode, ...]] = {
     "leader-kill": ("idempotent",),
 }
 """Producer scenarios the full matrix also runs with consumers, in these modes."""
-JAVA = "java:3.9.2"
-FRANZ_GO = "franz-go:v1.22.2"
+JAVA = str(MATRIX_JAVA)
+FRANZ_GO = str(MATRIX_FRANZ_GO)
 MATRIX_CLIENTS: tuple[str, ...] = (JAVA, FRANZ_GO)
 """Clients the full matrix runs every scenario's roles on, beside the workload's librdkafka."""
 CONSUMER_CLIENTS: tuple[str, ...] = (JAVA,)

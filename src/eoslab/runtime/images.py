@@ -53,6 +53,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from requests.exceptions import RequestException
 
+from eoslab.clients import CLIENTS_DIR, MATRIX_DRIVERS
 from eoslab.runtime.engine import Say, engine_client
 from eoslab.runtime.status import LabError
 from eoslab.runtime.versions import KAFKA_VERSION, POMS
@@ -211,15 +212,18 @@ def _requirements_facts() -> list[str]:
 
 PROJECT_FILES = ("dags", "expectations", "spark_jobs", "services/spark/jars")
 """What the lab reads from a checkout at run time, beside the package (the eoslab image's
-/opt/eoslab); the poms too (a run records its Kafka release from them)."""
+/opt/eoslab); the poms too (a run records its Kafka release from them), and the matrices'
+client drivers as ``make setup`` built them (the image has a JRE but neither Maven nor Go:
+another release asked for in a container fails to build, in one line)."""
 
 
 def _project_files() -> list[tuple[str, Path]]:
     root = project_root()
     poms = [root / pom for pom, _ in POMS.values()]
+    drivers = [f"{CLIENTS_DIR}/{ref.folder}" for ref in MATRIX_DRIVERS]
     return [
         (f"project/{path.relative_to(root)}", path)
-        for path in [*files_under(root, *PROJECT_FILES), *poms]
+        for path in [*files_under(root, *PROJECT_FILES, *drivers), *poms]
     ]
 
 

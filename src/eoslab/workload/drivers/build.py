@@ -10,10 +10,9 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from eoslab.clients import ClientError
+from eoslab.clients import CLIENTS_DIR, ClientError
 from eoslab.settings import project_root
 
-CLIENTS_DIR = ".venv-clients"
 BUILD_TIMEOUT_S = 600.0
 STAMP = ".built"
 

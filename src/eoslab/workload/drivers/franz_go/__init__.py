@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from eoslab.clients import ClientError, ClientLaunch
+from eoslab.clients import ClientError, ClientLaunch, ClientRef
 from eoslab.settings import project_root
 from eoslab.workload.drivers.build import Build, clients_dir
 
@@ -58,12 +58,12 @@ def build_tags(version: str) -> str:
 
 def prepare(version: str, say: Callable[[str], None]) -> ClientLaunch:
     """The franz-go driver for module ``version``, built if it is not yet (one line said)."""
-    if shutil.which("go") is None:
-        raise ClientError(f"franz-go:{version}: the franz-go driver needs go on PATH")
     module = module_version(version)
-    folder = clients_dir() / f"franz-go-{module}"
+    folder = clients_dir() / ClientRef("franz-go", module).folder
     build = Build(folder, inputs=sources(), what=f"the franz-go driver for {MODULE} {module}")
     if not build.fresh:
+        if shutil.which("go") is None:
+            raise ClientError(f"franz-go:{version}: building the franz-go driver needs go on PATH")
         check_published(version, module)
     build.ensure(
         lambda: ["sh", str(sources() / "build.sh"), module, str(folder), build_tags(module)],

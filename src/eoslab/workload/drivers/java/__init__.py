@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from eoslab.clients import ClientError, ClientLaunch
+from eoslab.clients import ClientError, ClientLaunch, ClientRef
 from eoslab.settings import project_root
 from eoslab.workload.drivers.build import Build, clients_dir
 
@@ -28,12 +28,13 @@ def sources() -> Path:
 
 def prepare(version: str, say: Callable[[str], None]) -> ClientLaunch:
     """The Java driver for kafka-clients ``version``, built if it is not yet (one line said)."""
-    if shutil.which("java") is None or shutil.which("mvn") is None:
-        raise ClientError(f"java:{version}: the Java driver needs java and mvn on PATH")
-    folder = clients_dir() / f"java-{version}"
-    Build(folder, inputs=sources(), what=f"the Java driver for kafka-clients {version}").ensure(
-        lambda: _maven(version, folder), say, lambda output: failure_line(version, output)
-    )
+    folder = clients_dir() / ClientRef("java", version).folder
+    build = Build(folder, inputs=sources(), what=f"the Java driver for kafka-clients {version}")
+    needs = ("java",) if build.fresh else ("java", "mvn")
+    missing = [tool for tool in needs if shutil.which(tool) is None]
+    if missing:
+        raise ClientError(f"java:{version}: the Java driver needs {' and '.join(missing)} on PATH")
+    build.ensure(lambda: _maven(version, folder), say, lambda output: failure_line(version, output))
     classpath = f"{folder / 'classes'}:{folder / 'lib'}/*"
     return ClientLaunch(
         family="java",

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import confluent_kafka
 
-from eoslab.clients import ClientLaunch
+from eoslab.clients import LIBRDKAFKA, ClientLaunch, ClientRef
 from eoslab.workload.drivers.build import Build, clients_dir
 
 OLDER_CLIENTS: dict[str, str] = {"2.2.0": "confluent-kafka==2.2.0"}
@@ -38,7 +38,7 @@ def prepare(version: str, say: Callable[[str], None]) -> ClientLaunch:
     on first use (one line said; ClientError when PyPI has no wheel of it for this Python)."""
     if version == own_version():
         return ClientLaunch(family="librdkafka", version=version)
-    path = clients_dir() / f"confluent-kafka-{version}"
+    path = clients_dir() / ClientRef(LIBRDKAFKA, version).folder
     if not (path / "confluent_kafka").is_dir():
         Build(path, inputs=None, what=f"confluent-kafka {version} (librdkafka {version})").ensure(
             lambda: [

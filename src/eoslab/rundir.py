@@ -288,6 +288,10 @@ UNEXPECTED_FATAL = "fatal.unexpected"
 """Producer sessions that ended on a fatal error the scenario does not name: expected "0"."""
 EPOCH_BUMPS = "epoch_bumps"
 """The check of the producers' epoch bumps (counted, ">=0", unless a scenario expects them)."""
+HANGING_TRANSACTIONS = "hanging_transactions"
+"""The check of a transactional run's partitions still held by an open transaction at its end
+(``transactions.held_at_end``): "0" unless a scenario expects a hanging transaction
+(KAFKA-12671: one no coordinator knows, whose partition's last stable offset never moves)."""
 
 
 class Outcome(StrEnum):
@@ -1025,6 +1029,10 @@ class TransactionsInfo(BaseModel):
     """The isolation level of the consumer under test: the read the checks run on."""
     transactional_ids: list[str] = Field(default_factory=list)
     reads: list[ReadInfo] = Field(default_factory=list)
+    held_at_end: dict[int, list[int]] = Field(default_factory=dict)
+    """Partitions a transaction still held when the run ended (transaction.timeout.ms and a
+    margin after the workload: no coordinator would end it any more), each with its [last
+    stable offset, high watermark]: the check :data:`HANGING_TRANSACTIONS`."""
 
 
 COPY_INPUT = pa.struct(

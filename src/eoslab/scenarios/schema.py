@@ -22,6 +22,7 @@ from eoslab.rundir import (
     ERRORS_KEY,
     FATAL_KEY,
     GROUP_PROTOCOLS,
+    HANGING_TRANSACTIONS,
     KAFKA_TARGETS,
     AnomalyName,
     Expectation,
@@ -55,6 +56,11 @@ class Expected(BaseModel):
         None,
         description="the producers' epoch bumps (KIP-360: after UNKNOWN_PRODUCER_ID); counted "
         "unless given",
+    )
+    hanging_transactions: Expectation | None = Field(
+        None,
+        description="partitions still held by an open transaction when the run ends (a "
+        'transactional run: "0" unless given; KAFKA-12671)',
     )
     fatal: dict[str, Expectation] = Field(
         default_factory=dict,
@@ -131,6 +137,8 @@ class ScenarioExpected(Expected):
             fatal |= layer.fatal
             if layer.epoch_bumps is not None:
                 anomalies[EPOCH_BUMPS] = layer.epoch_bumps
+            if layer.hanging_transactions is not None:
+                anomalies[HANGING_TRANSACTIONS] = layer.hanging_transactions
         return {
             **anomalies,
             **({ERRORS_KEY: errors} if errors else {}),

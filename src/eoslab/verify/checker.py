@@ -42,6 +42,7 @@ from eoslab.rundir import (
     COPIER_SCHEMA,
     EPOCH_BUMPS,
     FOREIGN,
+    HANGING_TRANSACTIONS,
     ConsumptionInfo,
     NaiveAgreement,
     RunDir,
@@ -357,6 +358,11 @@ def _check(
             **errors_observed(history_figures["errors"], info.broker_errors),
             **fatal_observed(info.fatal_sessions(), expected),
             EPOCH_BUMPS: info.epoch_bumps,
+            **(
+                {}
+                if info.transactions is None
+                else {HANGING_TRANSACTIONS: len(info.transactions.held_at_end)}
+            ),
         }
         verdict = build_verdict(
             info,

@@ -27,6 +27,7 @@ from eoslab.rundir import (
     EXPECTATION_FORMS,
     EXPECTATION_PATTERN,
     FATAL_KEY,
+    HANGING_TRANSACTIONS,
     UNEXPECTED_FATAL,
     Check,
     GxOutcome,
@@ -71,6 +72,7 @@ def expected_checks(
         **default_expectations(consumed, transactional, copied),
         UNEXPECTED_FATAL: "0",
         EPOCH_BUMPS: ">=0",
+        **({HANGING_TRANSACTIONS: "0"} if transactional else {}),
     }
     for name, expectation in expected.items():
         if name in (ERRORS_KEY, FATAL_KEY) and isinstance(expectation, Mapping):

@@ -185,12 +185,13 @@ class TopicReaders:
                 client=self.context.client,
             )
 
-    def finish(self, stable_timeout_s: float) -> tuple[list[ReadInfo], bool]:
+    def finish(self, stable_timeout_s: float) -> tuple[list[ReadInfo], dict[int, list[int]]]:
         """Wait (up to ``stable_timeout_s``) until no transaction is open in the topic, then ask
-        every reader to read on to the end and write its reads: what each read, and whether
-        the topic became stable (a transaction left open, e.g. by a killed producer never
-        restarted, holds read_committed readers back until the coordinator aborts it)."""
-        stable = wait_stable(self.context, stable_timeout_s)
+        every reader to read on to the end and write its reads: what each read, and the
+        partitions a transaction still held then (a transaction left open, e.g. by a killed
+        producer never restarted, holds read_committed readers back until the coordinator aborts
+        it; one no coordinator knows, KAFKA-12671, holds them for ever)."""
+        held = wait_stable(self.context, stable_timeout_s)
         stop_all(self._processes.values(), FINISH_TIMEOUT_S + 10)
         return [
             ReadInfo(
@@ -202,7 +203,7 @@ class TopicReaders:
                 },
             )
             for isolation, process in self._processes.items()
-        ], stable
+        ], held
 
 
 def end_offsets(consumer: ConsumerApi, topic: str, partitions: int) -> dict[int, int]:
@@ -214,9 +215,10 @@ def end_offsets(consumer: ConsumerApi, topic: str, partitions: int) -> dict[int,
     }
 
 
-def wait_stable(context: RunContext, timeout_s: float) -> bool:
-    """Until every partition's last stable offset is its high watermark (True: no transaction
-    open) or the timeout (False)."""
+def wait_stable(context: RunContext, timeout_s: float) -> dict[int, list[int]]:
+    """Until every partition's last stable offset is its high watermark (no transaction open:
+    an empty answer) or the timeout: then the partitions still held, each with its [last stable
+    offset, high watermark]."""
     consumers = {
         isolation: Consumer(
             {
@@ -228,18 +230,21 @@ def wait_stable(context: RunContext, timeout_s: float) -> bool:
         for isolation in ISOLATIONS
     }
     deadline = time.monotonic() + timeout_s
+    held: dict[int, list[int]] = {p: [-1, -1] for p in range(context.partitions)}
     try:
         while True:
             try:
-                ends = [
-                    end_offsets(c, context.topic, context.partitions) for c in consumers.values()
-                ]
-                if ends[0] == ends[1]:
-                    return True
+                stable, high = (
+                    end_offsets(consumers[isolation], context.topic, context.partitions)
+                    for isolation in ("read_committed", "read_uncommitted")
+                )
+                held = {p: [stable[p], high[p]] for p in high if stable[p] < high[p]}
+                if not held:
+                    return held
             except KafkaException as error:
                 print(f"stable offsets: {error}", file=sys.stderr, flush=True)
             if time.monotonic() > deadline:
-                return False
+                return held
             time.sleep(0.5)
     finally:
         for consumer in consumers.values():

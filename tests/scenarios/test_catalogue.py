@@ -95,6 +95,10 @@ CELLS = (
     CatalogueCell("partition-rolling", "kafka"),
     CatalogueCell("txn-coordinator-isolated", "kafka4", records=1000),
     CatalogueCell("group-coordinator-isolated", "kafka4", records=1000),
+    # real bugs, on the side they live (the fixed side and the bisection: make conformance,
+    # README "Which release fixed it")
+    CatalogueCell("kafka-14417", "kafka", client="java:3.3.1", subject=("fatal._FATAL",)),
+    CatalogueCell("kafka-12152", "kafka", client="java:2.7.0", subject=("epoch_bumps",)),
 )
 CHECKED_ELSEWHERE = {
     "baseline": "tests/orchestration/test_dag_runs.py (a cell of the nightly DAG's matrix, "

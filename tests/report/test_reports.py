@@ -256,3 +256,17 @@ def test_the_run_page_shows_where_the_anomalies_sit(tmp_path: Path) -> None:
     clean = make_run(tmp_path / "runs", "baseline", "refbroker")
     assert anomaly_places(clean) == []
     assert 'id="anomaly-map"' not in write_run_report(clean, tmp_path / "reports").read_text()
+
+
+def test_a_run_of_a_bug_scenario_names_the_bug_and_how_it_is_reproduced(tmp_path: Path) -> None:
+    emulated = write_run_report(
+        make_run(tmp_path / "runs", "kafka-7190", "refbroker"), tmp_path / "reports"
+    )
+    assert 'href="https://issues.apache.org/jira/browse/KAFKA-7190">KAFKA-7190</a>' in (
+        emulated.read_text()
+    )
+    assert "reproduced emulated on the reference broker" in emulated.read_text()
+    real = make_run(tmp_path / "runs", "kafka-14417", "kafka", client="java:3.3.1")
+    html = write_run_report(real, tmp_path / "reports").read_text()
+    assert "reproduced in the software" in html
+    assert "client java:3.3.1" in html

@@ -50,6 +50,8 @@ from eoslab.report.plots import (
     trend_figure_svg,
 )
 from eoslab.rundir import RunDir, VerdictStatus
+from eoslab.scenarios.catalogue import ScenarioError, find_scenario
+from eoslab.scenarios.schema import BugReference
 from eoslab.settings import lab_dir, reports_root
 
 ANOMALY_EXAMPLE_COLUMNS = 8
@@ -153,10 +155,19 @@ def write_run_report(run_dir: Path, reports: Path | None = None) -> Path:
             consumer_figure=consumer_figure_svg(run.path),
             anomaly_map=anomaly_map_svg(run.path),
             links={name: href for name, href in links.items() if href},
+            bug=scenario_bug(outcome.scenario),
             generated=_now(),
         )
     )
     return _write(page_dir, html, outcome.to_json(), junit_xml(outcome.run_id, [outcome]))
+
+
+def scenario_bug(name: str) -> BugReference | None:
+    """The public bug a catalogue scenario shows (None: none, or not a catalogue scenario)."""
+    try:
+        return find_scenario(name).bug
+    except ScenarioError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ librdkafka properties are checked by librdkafka itself.
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Literal, Self
 
 from confluent_kafka import KafkaException, Producer
 from kio.schema.errors import ErrorCode
@@ -176,6 +176,17 @@ class RefbrokerProfile(BaseModel):
         return faults
 
 
+class BugReference(BaseModel):
+    """The public bug a scenario shows: where it was reported, and whether the scenario runs the
+    software the bug lived in or emulates it (another broker's rules played by the reference
+    broker)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    link: str = Field(pattern=r"^https://", description="the public report")
+    reproduced: Literal["in the software", "emulated on the reference broker"]
+
+
 class TopicSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -234,6 +245,9 @@ class Scenario(BaseModel):
                 raise ValueError(f"{name}: not a librdkafka release the lab has ({known})")
         return names
 
+    bug: BugReference | None = Field(
+        None, description="the public bug the scenario shows, and how (in the software, emulated)"
+    )
     every_client: bool = Field(
         True,
         description="the full matrix runs the scenario on every client of the lab; false for a "

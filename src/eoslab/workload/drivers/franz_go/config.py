@@ -124,6 +124,7 @@ PRODUCER: dict[str, tuple[str, Convert]] = {
         _choice({c: c for c in ("none", "gzip", "snappy", "lz4", "zstd")}),
     ),
     "message.max.bytes": ("ProducerBatchMaxBytes", _integer),
+    "batch.size": ("ProducerBatchMaxBytes", _integer),
 }
 CONSUMER: dict[str, tuple[str, Convert]] = {
     **COMMON,

@@ -53,6 +53,7 @@ PRODUCER: dict[str, str] = {
     "compression.type": "compression.type",
     "compression.codec": "compression.type",
     "message.max.bytes": "max.request.size",
+    "batch.size": "batch.size",
 }
 CONSUMER: dict[str, str] = {
     **COMMON,

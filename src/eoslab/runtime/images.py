@@ -421,14 +421,15 @@ def ensure_wheelhouse(requirements: list[str]) -> Path:
 
 def project_wheel(into: Path) -> Path:
     """The project's wheel, built from the checkout without an index (the wheelhouse holds its
-    build requirements)."""
+    build requirements: made here too, as the python image that makes it may be cached while
+    the wheelhouse is not, e.g. after `make clean`)."""
     _pip(
         "wheel",
         "-q",
         "--no-deps",
         "--no-index",
         "--find-links",
-        str(wheelhouse()),
+        str(ensure_wheelhouse(pinned_requirements())),
         "--wheel-dir",
         str(into),
         str(project_root()),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,13 +149,24 @@ def _run_record(
     )
 
 
-def read_history(history_dir: Path) -> Iterator[tuple[str, int, int, str, int, str]]:
-    """(session_id, partition, seq, key, key_seq, outcome) of every history row."""
+def read_history(
+    history_dir: Path, log_starts: Mapping[int, int] | None = None
+) -> Iterator[tuple[str, int, int, str, int, str]]:
+    """(session_id, partition, seq, key, key_seq, outcome) of every history row; an
+    acknowledged record below its partition's ``log_starts`` offset (moved by a delete-records
+    step) is ``deleted`` (see :func:`eoslab.verify.history.read_history`)."""
     if not any(history_dir.glob("*.parquet")):
         return
-    columns = ("session_id", "partition", "seq", "key", "key_seq", "outcome")
+    columns = ("session_id", "partition", "seq", "key", "key_seq", "outcome", "offset")
     table = pq.read_table(history_dir, columns=list(columns)).to_pydict()
-    yield from zip(*(table[c] for c in columns), strict=True)
+    starts = log_starts or {}
+    for session_id, partition, seq, key, key_seq, outcome, offset in zip(
+        *(table[c] for c in columns), strict=True
+    ):
+        deleted = (
+            outcome == Outcome.ACK and offset is not None and offset < starts.get(partition, -1)
+        )
+        yield session_id, partition, seq, key, key_seq, Outcome.DELETED if deleted else outcome
 
 
 def excuse_aborted(
@@ -235,7 +246,7 @@ def check(run_dir: Path, bootstrap: str | None = None, *, kept: bool = False) ->
         if kept
         else read_log(bootstrap or info.bootstrap, info.topic, info.partitions, info.run_id)
     )
-    history = read_history(run.history_dir)
+    history = read_history(run.history_dir, info.log_starts())
     if info.transactions is not None:
         history = excuse_aborted(history, aborted_records(read_ledger(run)))
     counts = {**count_anomalies(log, history), FOREIGN: len(foreign)}

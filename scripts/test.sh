@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# make test's pytest: the suite in two halves at once, each a pytest session with a lab of its
+# own (ports offset by 1000 and by 7000, temporary folders of its own). Most of a lab test is
+# waiting — producers at their rate, faults at their durations, session timeouts — so two labs
+# side by side on two cores overlap their waits; memory allows it (about 9 GB a half at its
+# peak, 24 GB here). The first half holds the tests of the lab's Kafka 4 (only its lab starts
+# Kafka 4) and the catalogue's cells; the second everything else. Each half's lines are prefixed
+# with its letter; both summaries are printed again at the end. With arguments (PYTEST_ARGS),
+# one session runs them, as plain pytest would.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTEST=.venv/bin/pytest
+if [ $# -gt 0 ]; then exec "$PYTEST" "$@"; fi
+
+HALF_A=(
+  tests/scenarios/test_catalogue.py
+  tests/scenarios/test_kafka4_runs.py
+  tests/scenarios/test_client_cells.py
+  tests/scenarios/test_txn_runs.py
+  tests/probe/test_three_way_diff.py
+  tests/runtime/test_kafka4.py
+  tests/runtime/test_compose_lab.py
+  tests/soak/test_kafka_cycles.py
+  tests/refbroker/test_txn_java_client_4.py
+  tests/workload/test_kafka4_consumers.py
+  tests/workload/test_drivers.py
+  tests/workload/test_franz_go_driver.py
+  tests/verify/test_consumer_runs.py
+)
+ignored=()
+for path in "${HALF_A[@]}"; do ignored+=("--ignore=$path"); done
+logs=$(mktemp -d "${TMPDIR:-/tmp}/eoslab-test.XXXXXX")
+
+half() {  # letter, port offset, pytest arguments...
+  local letter=$1 offset=$2; shift 2
+  EOSLAB_TEST_PORT_OFFSET=$offset "$PYTEST" --basetemp="$logs/tmp-$letter" "$@" \
+    > >(tee "$logs/$letter.log" | sed -u "s/^/[$letter] /") 2>&1
+}
+
+half a 1000 "${HALF_A[@]}" &
+a=$!
+half b 7000 tests "${ignored[@]}" &
+b=$!
+wait $a; status_a=$?
+wait $b; status_b=$?
+for letter in a b; do
+  echo "== half $letter: $(grep -E '^=+ .*(passed|failed|error).* in ' "$logs/$letter.log" | tail -1)"
+done
+[ $status_a -eq 0 ] && [ $status_b -eq 0 ] && rm -rf "$logs"
+exit $(( status_a != 0 ? status_a : status_b ))

@@ -100,6 +100,9 @@ class ConsumerSession:
         self.committed: dict[int, int] = {}
         self.assignment: set[int] = set()
         self.member = NO_MEMBERSHIP
+        self.joined_generation = -1
+        """The first generation (KIP-848: member epoch) this session was a member in: the
+        rebalance that admitted it."""
         self.stopping = False
         self.fatal: str | None = None
         self.state = "running"
@@ -364,6 +367,8 @@ class ConsumerSession:
             # Under KIP-848 a member's epoch moves without a callback of its own (another
             # member's assignment changed): the line shows the membership of now.
             self.member = membership(self.consumer)
+        if self.joined_generation < 0 < self.member.generation:
+            self.joined_generation = self.member.generation
         line = {
             **{str(name): count for name, count in self.counts.items()},
             "processed": self.processed,
@@ -372,6 +377,7 @@ class ConsumerSession:
             "assignment": sorted(self.assignment),
             "member_id": self.member.member_id,
             "generation": self.member.generation,
+            "joined_generation": self.joined_generation,
             "state": self.state,
             "done": done,
             "fatal": self.fatal,

@@ -170,6 +170,8 @@ class FakeConsumers:
         """Joined consumer -> the generation that admitted it."""
         self.rebalances = True
         """False: every joining consumer is let in by one rebalance, still to come."""
+        self.sought: dict[str, int] | None = {"partition": 1, "from": 300, "to": 0}
+        """What the next seek reports (None: no effect came to seek after)."""
 
     def generation(self, excluding: int | None = None) -> int:
         return self.generation_now
@@ -196,6 +198,10 @@ class FakeConsumers:
 
     def resume(self, consumer: int) -> None:
         self.calls.append(("resume", consumer))
+
+    def seek_after_next_effect(self, consumer: int, back: bool) -> dict[str, int] | None:
+        self.calls.append(("seek back" if back else "seek forward", consumer))
+        return self.sought
 
     def join(self) -> int:
         self.members += 1

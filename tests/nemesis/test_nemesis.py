@@ -581,6 +581,53 @@ def test_each_consumer_join_needs_a_rebalance_of_its_own(tmp_path: Path) -> None
     )
 
 
+@pytest.mark.parametrize(
+    ("to", "sought", "took_effect", "evidence"),
+    [
+        (
+            "beginning",
+            {"partition": 1, "from": 300, "to": 0},
+            True,
+            "consumer-0 sought partition 1 from 300 back to 0 (its log start)",
+        ),
+        (
+            "beginning",
+            {"partition": 1, "from": 0, "to": 0},
+            False,
+            "consumer-0 sought partition 1 from 0 back to 0 (its log start): it did not move",
+        ),
+        (
+            "forward",
+            {"partition": 2, "from": 40, "to": 50},
+            True,
+            "consumer-0 sought partition 2 from 40 forward to 50",
+        ),
+        (
+            "forward",
+            {"partition": 2, "from": 40, "to": 40},
+            False,
+            "consumer-0 sought partition 2 from 40 forward to 40: it did not move",
+        ),
+        ("forward", None, False, "consumer-0 applied no effect to seek after"),
+    ],
+    ids=["rewound", "nowhere-back", "skipped", "nothing-to-skip", "no-effect"],
+)
+def test_a_consumer_seek_takes_effect_when_the_consumer_moved(
+    tmp_path: Path,
+    to: str,
+    sought: dict[str, int] | None,
+    took_effect: bool,
+    evidence: str,
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.consumers.sought = sought
+    (seek,) = lab.steps("kafka", {"kind": "consumer-seek", "at": 0, "consumer": 0, "to": to})
+    lab.nemesis.start(seek)
+    assert lab.consumers.calls == [(f"seek {'back' if to == 'beginning' else 'forward'}", 0)]
+    (effect,) = lab.effects(seek)
+    assert (effect.took_effect, effect.evidence) == (took_effect, evidence)
+
+
 LEADER_KILL = {"kind": "kill", "at": 0, "target": "leader", "partition": 0, "duration": 6}
 
 

@@ -1,15 +1,17 @@
-"""The workload's message format, version 1: who sent a record and its place in two sequences.
+"""The workload's message format, version 2: who sent a record, its place in two sequences,
+and a checksum of it all.
 
 Every workload record says which run, producer session, partition and key it belongs to, and
 its sequence number per (session, partition) and per (session, key), so that the checker can
-find lost, duplicated, reordered and skipped records from the topic alone.
+find lost, duplicated, reordered and skipped records from the topic alone; its checksum tells a
+value that still parses but was changed on the way (a ``corrupt`` record) from the one sent.
 
 Record key: the UTF-8 key string (``k17``), never null for workload records.
 Record value: UTF-8, the fields of :data:`FIELDS` joined by ``|``::
 
-    eos1|<run_id>|<session_id>|<producer>|<partition>|<seq>|<key>|<key_seq>|<padding>
+    eos2|<run_id>|<session_id>|<producer>|<partition>|<seq>|<key>|<key_seq>|<padding>|<checksum>
 
-- ``eos1``: :data:`FORMAT_TAG`, the format and its version;
+- ``eos2``: :data:`FORMAT_TAG`, the format and its version;
 - ``run_id``: the run (see :func:`eoslab.rundir.new_run_id`);
 - ``session_id``: a fresh uuid4 hex (32 chars) on every producer (re)start;
 - ``producer``: the producer index 0..P-1;
@@ -17,7 +19,13 @@ Record value: UTF-8, the fields of :data:`FIELDS` joined by ``|``::
 - ``seq``: 0, 1, 2, ... per (session, partition);
 - ``key``: the record key again;
 - ``key_seq``: 0, 1, 2, ... per (session, key);
-- ``padding``: ``x`` repeated to reach the configured value size (may be empty).
+- ``padding``: ``x`` repeated to reach the configured value size (may be empty);
+- ``checksum``: the CRC-32 (zlib's, Java's ``java.util.zip.CRC32``, Spark SQL's ``crc32``) of
+  every byte of the value before the ``|`` that precedes it, as 8 lowercase hex digits (a
+  fixed width, so that padding still sizes a value exactly).
+
+Version 1 (:data:`V1_TAG`, ``eos1``) is the same without the checksum: runs written before the
+checksum stay readable, and their records are never judged corrupt (nothing to judge them by).
 
 A **copy** (the copier stage, consume-transform-produce) keeps the input record's key and
 wraps its value, so that every copy names the input it was made from::
@@ -31,22 +39,31 @@ Spark parses it with plain SQL functions, never a Python UDF::
 
     parts = split(CAST(value AS STRING), '\\\\|')
     element_at(parts, FIELD_INDEX["seq"] + 1)  -- element_at is 1-based
+    crc32(substring(value, 1, octet_length(value) - 9)) = conv(element_at(parts, 10), 16, 10)
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
-FORMAT_TAG = "eos1"
+FORMAT_TAG = "eos2"
+V1_TAG = "eos1"
+"""The format before the checksum: read, never written."""
 SEPARATOR = "|"
 PADDING_CHAR = "x"
+CHECKSUM_DIGITS = 8
 
 RECORD_FIELDS: tuple[str, ...] = ("session_id", "producer", "partition", "seq", "key", "key_seq")
 """Who sent a record and its place in both sequences: the columns every table of the checker
 keeps for a record (the history's, the ledger's, the anomalies')."""
 
-FIELDS: tuple[str, ...] = ("tag", "run_id", *RECORD_FIELDS, "padding")
+FIELDS: tuple[str, ...] = ("tag", "run_id", *RECORD_FIELDS, "padding", "checksum")
 """The value's fields in order; ``FIELDS[i]`` is ``split(value, '|')[i]``."""
+V1_FIELDS: tuple[str, ...] = FIELDS[:-1]
+"""Version 1's fields: the same, without the checksum."""
+FIELD_COUNTS: dict[str, int] = {FORMAT_TAG: len(FIELDS), V1_TAG: len(V1_FIELDS)}
+"""Each readable format's tag -> its number of fields."""
 
 FIELD_INDEX: dict[str, int] = {name: index for index, name in enumerate(FIELDS)}
 """0-based position of each field in the split value (Spark's ``element_at`` wants index + 1)."""
@@ -66,7 +83,16 @@ COPY_FIELD_INDEX: dict[str, int] = {name: index for index, name in enumerate(COP
 
 
 class MessageFormatError(ValueError):
-    """A record that is not a version-1 workload message (a foreign record, or a corrupt one)."""
+    """A record that is not a workload message (a foreign record, or one that no longer parses)."""
+
+
+class CorruptMessageError(MessageFormatError):
+    """A value that parses as a workload message but fails its checksum: changed on the way.
+    ``message`` is what it parses as (its run, its partition: whose corrupt record it is)."""
+
+    def __init__(self, message: Message, detail: str) -> None:
+        super().__init__(detail)
+        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,21 +126,34 @@ def encode_key(message: Message) -> bytes:
     return message.key.encode()
 
 
+def checksum(signed: bytes) -> bytes:
+    """The checksum field of a value whose bytes before it are ``signed``."""
+    return b"%08x" % zlib.crc32(signed)
+
+
+def signed(body: bytes) -> bytes:
+    """A version-2 value from its fields before the checksum (``signed``: joined by ``|``):
+    the checksum appended."""
+    return body + SEPARATOR.encode() + checksum(body)
+
+
 def encode_value(message: Message) -> bytes:
     """The record value: the fields of :data:`FIELDS` joined by ``|``, in UTF-8."""
-    return SEPARATOR.join(
-        (
-            FORMAT_TAG,
-            message.run_id,
-            message.session_id,
-            str(message.producer),
-            str(message.partition),
-            str(message.seq),
-            message.key,
-            str(message.key_seq),
-            message.padding,
-        )
-    ).encode()
+    return signed(
+        SEPARATOR.join(
+            (
+                FORMAT_TAG,
+                message.run_id,
+                message.session_id,
+                str(message.producer),
+                str(message.partition),
+                str(message.seq),
+                message.key,
+                str(message.key_seq),
+                message.padding,
+            )
+        ).encode()
+    )
 
 
 def padding_for(message: Message, value_size: int) -> str:
@@ -125,19 +164,20 @@ def padding_for(message: Message, value_size: int) -> str:
 
 
 def decode(key: bytes | None, value: bytes | None) -> Message:
-    """Parse a record written by the workload; :class:`MessageFormatError` says why not."""
+    """Parse a record written by the workload (either version); :class:`MessageFormatError`
+    says why not, :class:`CorruptMessageError` when it parses but fails its checksum."""
     if value is None:
         raise MessageFormatError("null value")
+    parts = value.split(SEPARATOR.encode())
+    tag = parts[0].decode(errors="replace")
+    if tag not in FIELD_COUNTS:
+        raise MessageFormatError(f"format tag {tag[:16]!r}, expected {FORMAT_TAG!r}")
+    if len(parts) != FIELD_COUNTS[tag]:
+        raise MessageFormatError(f"{len(parts)} fields, expected {FIELD_COUNTS[tag]}")
     try:
-        text = value.decode()
+        fields = dict(zip(FIELDS, (part.decode() for part in parts), strict=False))
     except UnicodeDecodeError as error:
         raise MessageFormatError(f"value is not UTF-8: {error}") from error
-    parts = text.split(SEPARATOR)
-    if parts[0] != FORMAT_TAG:
-        raise MessageFormatError(f"format tag {parts[0][:16]!r}, expected {FORMAT_TAG!r}")
-    if len(parts) != len(FIELDS):
-        raise MessageFormatError(f"{len(parts)} fields, expected {len(FIELDS)}")
-    fields = dict(zip(FIELDS, parts, strict=True))
     try:
         message = Message(
             run_id=fields["run_id"],
@@ -151,6 +191,8 @@ def decode(key: bytes | None, value: bytes | None) -> Message:
         )
     except ValueError as error:
         raise MessageFormatError(f"bad field: {error}") from error
+    if tag == FORMAT_TAG and checksum(value[: value.rfind(SEPARATOR.encode())]) != parts[-1]:
+        raise CorruptMessageError(message, f"checksum {parts[-1][:16]!r} does not match the value")
     if key is not None and key != encode_key(message):
         raise MessageFormatError(f"record key {key[:32]!r} differs from the value's key")
     return message

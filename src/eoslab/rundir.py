@@ -189,17 +189,33 @@ ProducerAnomaly = Literal[
     "key_duplicate",
     "key_reorder",
     "key_gap",
+    "misplaced",
+    "corrupt",
 ]
 """What the checker derives from the topic and the history (ARCHITECTURE.md, "Message format
-and anomalies")."""
+and anomalies"); ``misplaced``: a record of the run in another partition than the one its value
+says it was sent to; ``corrupt``: a value that parses as one of the run's but fails its
+checksum (changed on the way). Both take part in no other check (a misplaced record's send
+shows as lost from its own partition)."""
 ConsumerAnomaly = Literal[
-    "unprocessed", "redelivered", "effect_duplicate", "effect_reorder", "effect_lost"
+    "unprocessed",
+    "redelivered",
+    "effect_duplicate",
+    "effect_reorder",
+    "effect_lost",
+    "poll_skip",
+    "nonmonotonic_poll",
+    "offset_regression",
 ]
 """What the checker derives from the topic, the consumption ledger and the sink (ARCHITECTURE.md,
 "The consumer half"): a record committed past but never processed; a record processed more than
 once; a message whose effect landed in the sink more than once (the exactly-once violation);
 per key, effects applied out of key_seq order; a message processed whose effect is nowhere in
-the sink (e.g. skipped by the idempotent handler's guard as older than what its order applied)."""
+the sink (e.g. skipped by the idempotent handler's guard as older than what its order applied).
+And what each consumer saw, as Jepsen's Kafka checker judges it: within one member's assignment
+epoch (a consumer session in one generation), a partition's processed offsets that jump over
+records of the log (``poll_skip``) or go back (``nonmonotonic_poll``: no rebalance between);
+a group's committed offset for a partition that moves backwards (``offset_regression``)."""
 TransactionAnomaly = Literal[
     "aborted_read",
     "lost_committed",
@@ -242,7 +258,12 @@ Expectation = Annotated[str, AfterValidator(_expectation)]
 counted only, never a mismatch."""
 FOREIGN = "foreign"
 """Records of the topic that are not the run's (another format or run): reported, counted, never
-an anomaly."""
+an anomaly. A record of the run in the wrong partition or with a corrupt value is no foreign
+record: it is ``misplaced`` or ``corrupt``."""
+MISPLACED = "misplaced"
+CORRUPT = "corrupt"
+RUN_FLAWS: tuple[str, ...] = (MISPLACED, CORRUPT)
+"""The anomalies of a record of the run that takes part in no other check (ProducerAnomaly)."""
 DEFAULT_EXPECTATIONS: dict[str, str] = {
     **dict.fromkeys(PRODUCER_ANOMALIES, "0"),
     "indeterminate": ">=0",

@@ -70,17 +70,27 @@ class FakeRefbroker:
         self.cleared = 0
         self.dropped = 0
         """The broker's responses_dropped counter for Produce (a test moves it)."""
+        self.judged: dict[str, int] = {}
+        """Batches judged per producer-state rule set (a test moves it)."""
+        self.cache_differs = 0
+        """Retries the duplicate cache answered otherwise than Kafka's (a test moves it)."""
+        self.reloaded = {"partitions": 3, "records": 120, "producers": 1}
+        """What a crash-restart reloads from disk."""
 
     def apply(self, fault: dict[str, Any]) -> dict[str, Any]:
         self.applied.append(fault)
-        return {"event": "fault-applied", **fault}
+        effect = {"reloaded": self.reloaded} if fault["kind"] == "crash-restart" else {}
+        return {"event": "fault-applied", **fault, **effect}
 
     def clear(self) -> dict[str, Any]:
         self.cleared += 1
         return {"event": "faults-cleared"}
 
     def counters(self) -> dict[str, Any]:
-        return {"faults": {"responses_dropped": {"Produce": self.dropped}, "requests_failed": {}}}
+        return {
+            "produce": {"judged": dict(self.judged), "cache_differs": self.cache_differs},
+            "faults": {"responses_dropped": {"Produce": self.dropped}, "requests_failed": {}},
+        }
 
     def state(self) -> dict[str, Any]:
         return {"coordinator_unavailable": {"remaining": 0}}
@@ -92,10 +102,19 @@ class FakeWorkload:
         self.transactional = False
         self.left_open: dict[str, Any] | None = {"txn": 3, "records": 20}
         """What a transactional session killed here leaves open (None: between two)."""
+        self.in_flight = 5
+        """Records in flight when a session is crashed."""
+        self.unsettled: list[dict[str, Any] | None] = [{"txn": 3, "records": 20, "ending": False}]
+        """What the running session's transaction is each time it is asked (the last answer
+        repeats): None between two."""
 
     def crash(self, producer: int) -> tuple[SessionInfo, int]:
         self.calls.append(("crash", producer))
-        return SessionInfo(session_id=f"s{len(self.calls)}", producer=producer, started_ms=0), 5
+        crashed = SessionInfo(session_id=f"s{len(self.calls)}", producer=producer, started_ms=0)
+        return crashed, self.in_flight
+
+    def unsettled_transaction(self, producer: int) -> dict[str, Any] | None:
+        return self.unsettled.pop(0) if len(self.unsettled) > 1 else self.unsettled[0]
 
     def open_transaction(self, session_id: str) -> dict[str, Any] | None:
         return self.left_open
@@ -145,9 +164,23 @@ class FakeConsumers:
         """False: an armed consumer applies no effect before it ends (the crash misses)."""
         self.evicts = True
         """False: the group does not move on while a consumer is frozen (it was only slow)."""
+        self.formed = True
+        """False: the group is not formed in a generation (a rebalance under way)."""
+        self.admitted: dict[int, int] = {}
+        """Joined consumer -> the generation that admitted it."""
+        self.rebalances = True
+        """False: every joining consumer is let in by one rebalance, still to come."""
+        self.sought: dict[str, int] | None = {"partition": 1, "from": 300, "to": 0}
+        """What the next seek reports (None: no effect came to seek after)."""
 
     def generation(self, excluding: int | None = None) -> int:
         return self.generation_now
+
+    def settled(self) -> bool:
+        return self.formed
+
+    def joined_generation(self, consumer: int) -> int:
+        return self.admitted.get(consumer, -1)
 
     def crash_after_next_effect(self, consumer: int) -> tuple[ConsumerSessionInfo, bool]:
         self.calls.append(("crash", consumer))
@@ -166,9 +199,17 @@ class FakeConsumers:
     def resume(self, consumer: int) -> None:
         self.calls.append(("resume", consumer))
 
+    def seek_after_next_effect(self, consumer: int, back: bool) -> dict[str, int] | None:
+        self.calls.append(("seek back" if back else "seek forward", consumer))
+        return self.sought
+
     def join(self) -> int:
         self.members += 1
-        self.generation_now += 1
+        if self.rebalances:
+            self.generation_now += 1
+            self.admitted[self.members - 1] = self.generation_now
+        else:  # one rebalance, still to come, lets in every consumer that joins
+            self.admitted[self.members - 1] = self.generation_now + 1
         self.calls.append(("join", self.members - 1))
         return self.members - 1
 

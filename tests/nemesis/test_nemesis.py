@@ -169,6 +169,7 @@ def test_heal_ends_what_is_still_broken_last_broken_first(tmp_path: Path) -> Non
     )
     for step in steps:
         lab.nemesis.start(step)
+    lab.refbroker.cache_differs = 1  # a retry answered otherwise than by Kafka's cache
     assert lab.proxy.active == {"f1": {"kind": "blackhole", "route": "*"}}
     assert lab.refbroker.applied == [{"kind": "retained-batches", "count": 1}]
     lab.nemesis.heal()
@@ -282,6 +283,7 @@ def test_refbroker_steps_judge_their_fault_by_the_brokers_counters(tmp_path: Pat
     lab.nemesis.start(unused)
     lab.nemesis.end(unused)
     lab.nemesis.start(rules)
+    lab.refbroker.judged = {"kafka-3.9": 7, "kafka-2.0": 4}  # batches judged meanwhile
     lab.nemesis.end(rules)
     assert lab.refbroker.cleared == 3
     consumed, idle, set_rules = lab.effects(drop, unused, rules)
@@ -290,6 +292,35 @@ def test_refbroker_steps_judge_their_fault_by_the_brokers_counters(tmp_path: Pat
     assert not idle.took_effect
     assert idle.evidence == "armed for 2 Produce request(s), none came"
     assert set_rules.took_effect
+    assert set_rules.evidence == "4 batch(es) judged by the kafka-2.0 producer-state rules"
+
+
+@pytest.mark.parametrize(
+    ("fault", "evidence"),
+    [
+        ({"kind": "rules", "rules": "legacy"}, "rules legacy in force, but no batch was judged"),
+        (
+            {"kind": "retained-batches", "count": 1},
+            "no retry was answered otherwise than by Kafka's 5",
+        ),
+        ({"kind": "crash-restart"}, "nothing to reload: reloaded 0 record(s)"),
+    ],
+    ids=["rules-unused", "cache-never-differed", "restart-reloaded-nothing"],
+)
+def test_a_refbroker_state_fault_applied_but_never_met_did_not_take_effect(
+    tmp_path: Path, fault: dict[str, Any], evidence: str
+) -> None:
+    """Being applied is no evidence: a rule set no batch was judged by, a duplicate cache whose
+    answers never differed from Kafka's, a restart of a broker holding nothing."""
+    lab = Lab(tmp_path, "refbroker")
+    lab.refbroker.judged = {"kafka-3.9": 12}  # batches, but under the configured rules
+    lab.refbroker.reloaded = {"partitions": 0, "records": 0, "producers": 0}
+    (step,) = lab.steps("refbroker", {"kind": "refbroker", "at": 0, "duration": 1, "fault": fault})
+    lab.nemesis.start(step)
+    lab.nemesis.end(step)
+    (effect,) = lab.effects(step)
+    assert not effect.took_effect
+    assert evidence in effect.evidence
 
 
 def test_producer_crashes_restart_at_once_or_after_their_duration(tmp_path: Path) -> None:
@@ -309,6 +340,20 @@ def test_producer_crashes_restart_at_once_or_after_their_duration(tmp_path: Path
     assert first.took_effect
     assert first.observed["in_flight"] == 5
     assert second.observed["restarted"] == "s4"
+
+
+def test_an_idempotent_producer_killed_with_nothing_in_flight_did_not_crash(
+    tmp_path: Path,
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.workload.in_flight = 0
+    (crash,) = lab.steps("kafka", {"kind": "producer-crash", "at": 0, "producer": 0})
+    lab.nemesis.start(crash)
+    (effect,) = lab.effects(crash)
+    assert not effect.took_effect
+    assert effect.evidence.endswith(
+        "0 record(s) in flight: nothing in flight for the crash to leave uncertain"
+    )
 
 
 def test_a_transactional_producer_must_be_killed_inside_a_transaction(tmp_path: Path) -> None:
@@ -513,6 +558,189 @@ def test_a_frozen_consumer_the_group_never_evicted_is_no_zombie(tmp_path: Path) 
     assert "it was never evicted" in effect.evidence
 
 
+def test_each_consumer_join_needs_a_rebalance_of_its_own(tmp_path: Path) -> None:
+    """Two consumers let in by one rebalance are one rebalance: the second join did not take
+    effect."""
+    lab = Lab(tmp_path, "kafka")
+    lab.consumers.rebalances = False
+    first, second = lab.steps(
+        "kafka",
+        {"kind": "consumer-join", "at": 0, "duration": 3},
+        {"kind": "consumer-join", "at": 0, "duration": 3},
+    )
+    lab.nemesis.start(first)
+    lab.nemesis.start(second)
+    lab.nemesis.end(first)
+    lab.nemesis.end(second)
+    own, shared = lab.effects(first, second)
+    assert (own.took_effect, own.evidence) == (True, "consumer-2 joined: generation 1 -> 2")
+    assert not shared.took_effect
+    assert shared.evidence == (
+        "consumer-3 was admitted in generation 2 by the rebalance that admitted step 0's "
+        "consumer: no rebalance of its own"
+    )
+
+
+@pytest.mark.parametrize(
+    ("to", "sought", "took_effect", "evidence"),
+    [
+        (
+            "beginning",
+            {"partition": 1, "from": 300, "to": 0},
+            True,
+            "consumer-0 sought partition 1 from 300 back to 0 (its log start)",
+        ),
+        (
+            "beginning",
+            {"partition": 1, "from": 0, "to": 0},
+            False,
+            "consumer-0 sought partition 1 from 0 back to 0 (its log start): it did not move",
+        ),
+        (
+            "forward",
+            {"partition": 2, "from": 40, "to": 50},
+            True,
+            "consumer-0 sought partition 2 from 40 forward to 50",
+        ),
+        (
+            "forward",
+            {"partition": 2, "from": 40, "to": 40},
+            False,
+            "consumer-0 sought partition 2 from 40 forward to 40: it did not move",
+        ),
+        ("forward", None, False, "consumer-0 applied no effect to seek after"),
+    ],
+    ids=["rewound", "nowhere-back", "skipped", "nothing-to-skip", "no-effect"],
+)
+def test_a_consumer_seek_takes_effect_when_the_consumer_moved(
+    tmp_path: Path,
+    to: str,
+    sought: dict[str, int] | None,
+    took_effect: bool,
+    evidence: str,
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.consumers.sought = sought
+    (seek,) = lab.steps("kafka", {"kind": "consumer-seek", "at": 0, "consumer": 0, "to": to})
+    lab.nemesis.start(seek)
+    assert lab.consumers.calls == [(f"seek {'back' if to == 'beginning' else 'forward'}", 0)]
+    (effect,) = lab.effects(seek)
+    assert (effect.took_effect, effect.evidence) == (took_effect, evidence)
+
+
+LEADER_KILL = {"kind": "kill", "at": 0, "target": "leader", "partition": 0, "duration": 6}
+
+
+@pytest.mark.parametrize(
+    ("leaders", "took_effect", "evidence"),
+    [
+        (["kafka-1", "kafka-2"], True, "leadership of partition 0 moved from kafka-1 to kafka-2"),
+        (
+            ["kafka-1", "kafka-1", "kafka-3"],
+            True,
+            "leadership of partition 0 moved from kafka-1 to kafka-3",
+        ),
+        (
+            ["kafka-1", "kafka-1", "kafka-1"],
+            False,
+            "but kafka-1 still led partition 0 after the fault (seen: kafka-1, kafka-1): "
+            "leadership never moved",
+        ),
+    ],
+    ids=["moved-during-the-kill", "moved-once-its-session-ended", "never-moved"],
+)
+def test_a_leader_kill_takes_effect_when_leadership_moved(
+    tmp_path: Path, leaders: list[str], took_effect: bool, evidence: str
+) -> None:
+    """The leader looked up at the kill, at its end, and (if it had not moved yet) once the
+    broker is back."""
+    lab = Lab(tmp_path, "kafka")
+    lab.nemesis.leader_of = lambda partition: leaders.pop(0)  # type: ignore[method-assign]
+    (kill,) = lab.steps("kafka", LEADER_KILL)
+    lab.nemesis.start(kill)
+    lab.nemesis.end(kill)
+    (effect,) = lab.effects(kill)
+    assert effect.took_effect is took_effect
+    assert effect.evidence.endswith(evidence)
+    assert leaders == []
+
+
+def test_a_leader_pause_takes_effect_when_leadership_moved_and_one_node_cannot_move_it(
+    tmp_path: Path,
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.nemesis.leader_of = lambda partition: "kafka-2"  # type: ignore[method-assign]
+    (pause,) = lab.steps("kafka", {**LEADER_KILL, "kind": "pause"})
+    lab.nemesis.start(pause)
+    lab.nemesis.end(pause)
+    (effect,) = lab.effects(pause)
+    assert not effect.took_effect  # still kafka-2 at its end: only slow, never replaced
+    assert effect.evidence.endswith("leadership never moved")
+    alone = Lab(tmp_path / "alone", "refbroker")
+    (pause,) = alone.steps("refbroker", {**LEADER_KILL, "kind": "pause"})
+    alone.nemesis.start(pause)
+    alone.nemesis.end(pause)
+    (effect,) = alone.effects(pause)
+    assert effect.took_effect
+    assert effect.evidence.endswith("stopped (SIGSTOP); one node: leadership has nowhere to move")
+
+
+@pytest.mark.parametrize(
+    ("unsettled", "took_effect", "evidence"),
+    [
+        (
+            [{"txn": 4, "records": 20, "ending": False}],
+            True,
+            "inside transaction 4 of producer 0 (open)",
+        ),
+        (
+            [{"txn": 4, "records": 20, "ending": True}],
+            True,
+            "inside transaction 4 of producer 0 (its commit or abort under way)",
+        ),
+        ([None], False, "between two transactions of producer 0"),
+        (
+            [{"txn": 4, "records": 20, "ending": True}, {"txn": 5, "records": 20, "ending": False}],
+            False,
+            "between two transactions of producer 0",
+        ),
+    ],
+    ids=["open", "ending", "between-two", "settled-before-the-kill"],
+)
+def test_a_transaction_coordinator_kill_must_land_inside_a_transaction(
+    tmp_path: Path, unsettled: list[dict[str, Any] | None], took_effect: bool, evidence: str
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.workload.unsettled = unsettled
+    lab.nemesis.txn_coordinator = lambda: "kafka-3"  # type: ignore[method-assign]
+    (kill,) = lab.steps("kafka", {**LEADER_KILL, "target": "txn-coordinator"}, transactional=True)
+    lab.nemesis.start(kill)
+    lab.nemesis.end(kill)
+    (effect,) = lab.effects(kill)
+    assert effect.took_effect is took_effect
+    assert evidence in effect.evidence
+
+
+def test_a_group_coordinator_kill_must_land_inside_a_group_generation(tmp_path: Path) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.nemesis.coordinator = lambda: "kafka-1"  # type: ignore[method-assign]
+    formed, forming = lab.steps(
+        "kafka",
+        {**LEADER_KILL, "target": "coordinator"},
+        {**LEADER_KILL, "target": "coordinator"},
+    )
+    lab.nemesis.start(formed)
+    lab.nemesis.end(formed)
+    lab.consumers.formed = False
+    lab.nemesis.start(forming)
+    lab.nemesis.end(forming)
+    live, rebalancing = lab.effects(formed, forming)
+    assert live.took_effect
+    assert live.evidence.endswith("killed (SIGKILL), the group in generation 1")
+    assert not rebalancing.took_effect
+    assert "the group was not formed in a generation (generation 1)" in rebalancing.evidence
+
+
 def test_skipped_and_unstarted_steps_did_not_take_effect(tmp_path: Path) -> None:
     lab = Lab(tmp_path, "kafka")
     skipped, unstarted = lab.steps(
@@ -554,7 +782,12 @@ def test_probe_steps_play_their_probe_on_the_runs_topic(
 
     def fake_probe(**where: Any) -> dict[str, Any]:
         played.append(where)
-        return {"answers": [{"error": "NONE"}, {"error": "OUT_OF_ORDER_SEQUENCE_NUMBER"}]}
+        return {
+            "answers": [
+                {"tag": "a", "error": "NONE"},
+                {"tag": "b", "error": "OUT_OF_ORDER_SEQUENCE_NUMBER"},
+            ]
+        }
 
     monkeypatch.setitem(probe.SCENARIO_PROBES, "seq-jump", fake_probe)
     (step,) = lab.steps("kafka", {"kind": "probe", "at": 0, "probe": "seq-jump", "partition": 2})
@@ -570,7 +803,40 @@ def test_probe_steps_play_their_probe_on_the_runs_topic(
     ]
     assert lab.logged() == [("probe", "partition-2", "start"), ("probe", "partition-2", "end")]
     (effect,) = lab.effects(step)
-    assert effect.evidence == "seq-jump: 2 Produce answer(s), errors OUT_OF_ORDER_SEQUENCE_NUMBER"
+    assert not effect.took_effect  # the refusal came, but not for the jump
+    assert effect.evidence == (
+        "seq-jump: 2 Produce answer(s), errors OUT_OF_ORDER_SEQUENCE_NUMBER; never provoked: "
+        "sequence 111 refused with OUT_OF_ORDER_SEQUENCE_NUMBER"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answers", "took_effect"),
+    [
+        (
+            [{"tag": "A", "error": "NONE"}] * 7
+            + [{"tag": "A", "error": "OUT_OF_ORDER_SEQUENCE_NUMBER"}],
+            True,
+        ),
+        ([{"tag": "A", "error": "NONE"}] * 8, False),  # a cache that answered the retry
+        ([{"tag": "B", "error": "OUT_OF_ORDER_SEQUENCE_NUMBER"}], False),
+        ([{"tag": "A", "error": "NOT_LEADER_OR_FOLLOWER"}], False),
+        ([], False),
+    ],
+    ids=["refused", "answered-from-a-cache", "another-batch-refused", "another-error", "silent"],
+)
+def test_a_probe_takes_effect_only_when_the_broker_gave_the_answer_it_exists_to_provoke(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    answers: list[dict[str, Any]],
+    took_effect: bool,
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    monkeypatch.setitem(probe.SCENARIO_PROBES, "inflight-6", lambda **_: {"answers": answers})
+    (step,) = lab.steps("kafka", {"kind": "probe", "at": 0, "probe": "inflight-6"})
+    lab.nemesis.start(step)
+    (effect,) = lab.effects(step)
+    assert effect.took_effect is took_effect
 
 
 def test_delete_records_takes_effect_when_the_log_start_moves(

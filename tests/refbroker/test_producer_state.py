@@ -198,6 +198,30 @@ def test_shrinking_the_window_forgets_older_batches() -> None:
         log.state.set_retained_batches(0)
 
 
+@pytest.mark.parametrize(
+    ("retained", "retry", "differs"),
+    [
+        (1, 3, True),  # refused, where Kafka's cache (3-7) still holds it
+        (1, 7, False),  # the last batch: cached here as in Kafka
+        (1, 2, False),  # past Kafka's five too: refused by both
+        (8, 1, True),  # answered from the cache, past Kafka's five
+        (8, 3, False),  # within Kafka's five: cached in both
+        (5, 0, False),  # Kafka's own size: never differs
+    ],
+)
+def test_a_cache_of_another_size_says_when_it_answers_otherwise_than_kafkas(
+    retained: int, retry: int, differs: bool
+) -> None:
+    """The evidence of a retained-batches fault: a retry the cache answered otherwise than
+    Kafka's 5-batch cache would have."""
+    log = MiniLog(Rules.KAFKA_3_9, retained=retained)
+    for seq in range(8):
+        log.send(header(0, seq))
+    batch = header(0, retry)
+    found = log.state.find_duplicate_batch(batch)
+    assert log.state.cache_differs(batch, found) is differs
+
+
 def test_load_skips_expired_entries_and_under_2_0_those_below_log_start() -> None:
     for rules, kept in ((Rules.KAFKA_3_9, {1, 2}), (Rules.KAFKA_2_0, {2})):
         source = MiniLog(rules)

@@ -60,7 +60,13 @@ def test_legacy_rules_append_duplicates_and_delete_restores_the_rules(
         assert refbroker.control("GET", "/faults")[1]["rules"] == "kafka-3.9"
         assert send_one(client, "legacy", pid, epoch, 0) == "NONE"  # deduplicated again
         assert fetch_values(client, "legacy") == [b"v/0", b"v/0"]
-    assert refbroker.counters()["produce"] == {"appended": 2, "deduplicated": 1, "rejected": {}}
+    assert refbroker.counters()["produce"] == {
+        "appended": 2,
+        "deduplicated": 1,
+        "rejected": {},
+        "judged": {"kafka-3.9": 2, "legacy": 1},  # what a rules fault's evidence reads
+        "cache_differs": 0,
+    }
 
 
 def test_fewer_retained_batches_shrink_the_duplicate_window(refbroker: RunningBroker) -> None:
@@ -71,7 +77,10 @@ def test_fewer_retained_batches_shrink_the_duplicate_window(refbroker: RunningBr
         for seq in (0, 1):
             assert send_one(client, "window", pid, epoch, seq) == "NONE"
         assert send_one(client, "window", pid, epoch, 1) == "NONE"  # the last batch: cached
+        assert refbroker.counters()["produce"]["cache_differs"] == 0  # as Kafka's would
         assert send_one(client, "window", pid, epoch, 0) == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    # Kafka's 5-batch cache would have answered the retry of 0: the fault's evidence
+    assert refbroker.counters()["produce"]["cache_differs"] == 1
 
 
 def test_crash_restart_drops_connections_and_recovers_from_disk(refbroker: RunningBroker) -> None:
@@ -82,6 +91,8 @@ def test_crash_restart_drops_connections_and_recovers_from_disk(refbroker: Runni
             assert send_one(client, "crash", pid, epoch, seq) == "NONE"
         applied = refbroker.fault(kind="crash-restart")
         assert applied["connections_dropped"] == 1
+        assert applied["reloaded"]["records"] >= 3  # what the fault's evidence reads
+        assert applied["reloaded"]["producers"] >= 1
         assert client.closed_by_peer()
     with refbroker.client() as client:
         assert send_one(client, "crash", pid, epoch, 2) == "NONE"  # still a known duplicate

@@ -16,10 +16,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from eoslab.clients import parse_client
-from eoslab.rundir import HandlerMode, LabTarget, VerdictStatus
+from eoslab.orchestration.matrix import plan
+from eoslab.rundir import HANDLER_MODES, HandlerMode, LabTarget, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
-from eoslab.scenarios.catalogue import catalogue, find_scenario
+from eoslab.scenarios.catalogue import catalogue, find_scenario, load_scenario
 from eoslab.scenarios.executor import execute
+from eoslab.scenarios.schema import Scenario
 from eoslab.verify.checker import verify_run
 
 pytestmark = pytest.mark.lab
@@ -56,7 +58,7 @@ CELLS = (
         "not-enough-replicas-no-idempotence", "kafka", records=1500, subject=("duplicate",)
     ),
     CatalogueCell("producer-restart", "kafka4", records=2000),
-    CatalogueCell("inflight-6", "refbroker", subject=("duplicate",)),
+    CatalogueCell("inflight-6", "refbroker", subject=("errors.OUT_OF_ORDER_SEQUENCE_NUMBER",)),
     CatalogueCell("seq-jump", "kafka", subject=("errors.OUT_OF_ORDER_SEQUENCE_NUMBER",)),
     CatalogueCell("acks-1", "kafka", subject=("lost",)),
     CatalogueCell("leader-alone", "kafka"),
@@ -99,6 +101,11 @@ CELLS = (
     # README "Which release fixed it")
     CatalogueCell("kafka-14417", "kafka", client="java:3.3.1", subject=("fatal._FATAL",)),
     CatalogueCell("kafka-12152", "kafka", client="java:2.7.0", subject=("epoch_bumps",)),
+    CatalogueCell(
+        "consumer-seek",
+        "refbroker",
+        subject=("poll_skip", "nonmonotonic_poll", "offset_regression", "effect_duplicate"),
+    ),
 )
 CHECKED_ELSEWHERE = {
     "baseline": "tests/orchestration/test_dag_runs.py (a cell of the nightly DAG's matrix, "
@@ -124,16 +131,91 @@ CHECKED_ELSEWHERE = {
     "txn-producer-restart": "tests/scenarios/test_txn_runs.py (on the reference broker; on "
     "Kafka 3.9 and 4 txn-hanging-transaction kills -9 and restarts a producer inside a "
     "transaction too, and txn-zombie-producer's fence aborts an open transaction)",
-    "txn-coordinator-kill": "tests/scenarios/test_txn_runs.py, as txn-copy-coordinator-kill (the "
-    "same transactional producer and coordinator kill mid-transaction, the same transaction "
-    "checks, with a copier reading the input as well), on every target",
+    "txn-coordinator-kill": "tests/scenarios/test_txn_runs.py (on the reference broker, killed "
+    "inside a transaction; on Kafka 3.9 through txn-copy-coordinator-kill's same kill)",
     "txn-copy-at-least-once": "tests/scenarios/test_txn_runs.py (on the reference broker: the "
     "crashed at-least-once copier's batch copied twice, the naive checker equal to Spark)",
 }
 
 
+NEGATIVE_CONTROLS_IN_THE_FULL_MATRIX = {
+    name: "the negative control of a positive scenario (issue 32), run by the full matrix "
+    "(make conformance)"
+    for name, path in catalogue().items()
+    if name not in {cell.scenario for cell in CELLS} | set(CHECKED_ELSEWHERE)
+    and any(
+        load_scenario(other).negative_control in (name, *(f"{name}.{m}" for m in HANDLER_MODES))
+        for other in catalogue().values()
+    )
+}
+"""Negative controls added with issue 32: each ran once by hand when it was added, and runs in
+`make conformance`; `make test` runs their positives (and the checks' planted cases)."""
+
+
 def test_every_catalogue_scenario_is_run_here_or_checked_elsewhere() -> None:
-    assert {cell.scenario for cell in CELLS} | set(CHECKED_ELSEWHERE) == set(catalogue())
+    checked = {cell.scenario for cell in CELLS} | set(CHECKED_ELSEWHERE)
+    assert checked | set(NEGATIVE_CONTROLS_IN_THE_FULL_MATRIX) == set(catalogue())
+
+
+def expects_a_finding(scenario: Scenario, mode: HandlerMode | None) -> bool:
+    """Whether the scenario, run in ``mode``, expects some check above zero on some target or
+    client (an anomaly, an error, a fatal error, an epoch bump): a check with teeth."""
+    for target in scenario.targets:
+        for client in (None, *scenario.clients):
+            expected = scenario.expected.for_run(
+                target,
+                mode,
+                client,
+                transactional=scenario.workload.transactions is not None,
+                copied=scenario.workload.copy_stage is not None,
+            )
+            forms = [
+                f for v in expected.values() for f in (v.values() if isinstance(v, dict) else [v])
+            ]
+            if ">0" in forms:
+                return True
+    return False
+
+
+def faults(scenario: Scenario) -> set[tuple[str, ...]]:
+    """What each step of the timeline breaks: its kind, what it acts on, the fault's kind."""
+    found = set()
+    for step in scenario.nemesis:
+        fault = getattr(step, "fault", {})
+        shape = getattr(step, "shape", None) or str(getattr(step, "groups", "") or "")
+        what = (step.service_target or "", fault.get("kind", ""), str(fault.get("api", "")), shape)
+        found.add((step.kind, *what))
+    return found
+
+
+def test_every_positive_scenario_names_a_negative_control_that_shares_its_fault_and_runs() -> None:
+    """A scenario that expects nothing above zero proves an absence: its negative control (a
+    catalogue scenario, or one of its modes) shares its fault, expects what this one proves
+    absent to be found, and runs in the full matrix (`make conformance`)."""
+    scenarios = {name: load_scenario(path) for name, path in catalogue().items()}
+    full = {(cell.scenario, cell.mode) for cell in plan({"matrix": "full"})}
+    missing, wrong = [], []
+    for name, scenario in scenarios.items():
+        positive = [m for m in scenario.run_modes if not expects_a_finding(scenario, m)]
+        if not positive:
+            continue
+        if scenario.negative_control is None:
+            missing.append(name)
+            continue
+        control_name, _, control_mode = scenario.negative_control.partition(".")
+        control = scenarios.get(control_name)
+        if control is None or (control_mode and control_mode not in control.run_modes):
+            wrong.append(f"{name}: {scenario.negative_control} is no catalogue scenario or mode")
+            continue
+        modes = [m for m in control.run_modes if not control_mode or m == control_mode]
+        if not all(expects_a_finding(control, m) for m in modes):
+            wrong.append(f"{name}: {scenario.negative_control} expects nothing above zero")
+        elif scenario.nemesis and not faults(scenario) & faults(control):
+            wrong.append(f"{name}: {scenario.negative_control} shares none of its faults")
+        elif not all((control_name, m) in full for m in modes):
+            wrong.append(f"{name}: {scenario.negative_control} is not in the full matrix")
+    assert missing == [], f"positive scenarios without a negative control: {missing}"
+    assert wrong == []
 
 
 @pytest.mark.parametrize(

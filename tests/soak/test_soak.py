@@ -215,6 +215,7 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
     for stream in load["streams"].values():
         assert stream["mebibytes"] >= TINY_LOAD_MIB
         assert stream["acknowledged"] == stream["in_log"] == stream["records"]
+    assert load["proxy_over_direct"]  # a ratio per compression, each measured
     assert all(ratio > 0 for ratio in load["proxy_over_direct"].values())
     assert load["servers"]["proxy"]["memory"]["max_rss_mb"] > 0
     for wave in results["producer_ids"]["waves"]:

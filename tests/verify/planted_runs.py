@@ -242,8 +242,16 @@ PLANTED_EXPECTED = {
     "key_reorder": ">0",
     "key_gap": ">0",
     "foreign": ">0",
+    "misplaced": ">0",
+    "corrupt": ">0",
     "errors": {"_MSG_TIMED_OUT": ">0", "MSG_SIZE_TOO_LARGE": ">0"},
 }
+
+
+def corrupted(value: bytes, before: bytes, after: bytes) -> bytes:
+    """``value`` with its first ``before`` changed to ``after`` (the checksum left as it was)."""
+    assert before in value
+    return value.replace(before, after, 1)
 
 
 def plant_anomalies(root: Path, bootstrap: str) -> tuple[PlantedRun, dict[str, str]]:
@@ -264,6 +272,10 @@ def plant_anomalies(root: Path, bootstrap: str) -> tuple[PlantedRun, dict[str, s
     run.history(p0[4], Outcome.INDETERMINATE, error="_MSG_TIMED_OUT")
     run.sent_and_acked(run.message(a, 0, 5, "k9", 1), 6)
     run.sent_and_acked(run.message(a, 0, 6, "k9", 0), 7)
+    # then, at offset 8, a record of A whose value says partition 1 (misplaced), and at 9 one
+    # whose seq was changed on the way, 7 -> 8: it still parses, its checksum fails (corrupt)
+    run.log_raw(0, encode_value(run.message(a, 1, 9, "k1", 9)))
+    run.log_raw(0, corrupted(encode_value(run.message(a, 0, 7, "k0", 5)), b"|7|", b"|8|"))
 
     # partition 1: seq 2 before seq 1 (offsets 1, 2); a phantom of session B at offset 4.
     p1 = [run.message(a, 1, seq, "k1", seq) for seq in range(4)]

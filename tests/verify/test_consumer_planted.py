@@ -101,6 +101,11 @@ def plant(root: Path, bootstrap: str) -> tuple[PlantedRun, PlantedConsumption, M
     for offset in range(2, 8):
         process(c2, 0, offset)
     consumption.commit(c2, 0, 8)
+    # what the consumers saw: c1 jumped over p1 2 and p1 4 in generation 1 (two poll skips);
+    # c2 goes back to the foreign record at p0 5 in its generation (a nonmonotonic poll, a
+    # redelivery) and commits 6 after its 8 (an offset regression)
+    process(c2, 0, 5)
+    consumption.commit(c2, 0, 6)
     return run, consumption, c1, c2
 
 
@@ -123,12 +128,21 @@ def test_each_consumer_anomaly_is_found_exactly_where_it_was_planted(planted: Pl
     run, a, c1, c2 = planted.run, planted.a, planted.c1.session, planted.c2.session
     assert located(run, "unprocessed", "partition", "offset", "message_id", "reason") == [
         (1, 2, f"{a}:1:2", None),
-        (1, 4, None, "not an eos1 message"),
+        (1, 4, None, "not a workload message"),
     ]
     assert located(
         run, "redelivered", "partition", "offset", "effect", "consumer_session", "delivery"
-    ) == [(0, 1, "duplicate", c2, 2), (0, 2, "applied", c2, 2)]
-    assert {r[0] for r in located(run, "redelivered", "first_processed_by")} == {c1}
+    ) == [(0, 1, "duplicate", c2, 2), (0, 2, "applied", c2, 2), (0, 5, "foreign", c2, 2)]
+    assert [r[0] for r in located(run, "redelivered", "first_processed_by")] == [c1, c1, c2]
+    assert located(
+        run, "poll_skip", "partition", "offset", "previous_offset", "skipped", "consumer_session"
+    ) == [(1, 3, 1, 1, c1), (1, 5, 3, 1, c1)]
+    assert located(
+        run, "nonmonotonic_poll", "partition", "offset", "previous_offset", "consumer_session"
+    ) == [(0, 5, 7, c2)]
+    assert located(
+        run, "offset_regression", "partition", "offset", "previous_offset", "consumer_session"
+    ) == [(0, 6, 8, c2)]
     assert located(
         run,
         "effect_duplicate",
@@ -158,41 +172,55 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
     metrics = json.loads(run.metrics_json.read_text())
     assert metrics["anomalies"] == {
         **dict.fromkeys(
-            ("lost", "reorder", "gap", "phantom", "indeterminate", "key_reorder", "key_gap"), 0
+            (
+                "lost",
+                "reorder",
+                "gap",
+                "phantom",
+                "indeterminate",
+                "key_reorder",
+                "key_gap",
+                "misplaced",
+                "corrupt",
+            ),
+            0,
         ),
         "duplicate": 1,
         "key_duplicate": 1,
         "foreign": 2,
         "unprocessed": 2,
-        "redelivered": 2,
+        "redelivered": 3,
         "effect_duplicate": 2,
         "effect_reorder": 1,
         "effect_lost": 0,
+        "poll_skip": 2,
+        "nonmonotonic_poll": 1,
+        "offset_regression": 1,
     }
     assert naive.check(run.path).counts == metrics["anomalies"]
     consumption = metrics["consumption"]
-    assert consumption.pop("processed_per_s") == pytest.approx(19 / 0.023)
+    assert consumption.pop("processed_per_s") == pytest.approx(20 / 0.025)
     assert consumption == {
         "mode": "commit-after",
         "group": f"eoslab-{run.run_id}",
         "consumers": 2,
         "sessions": 2,
         "records": 21,
-        "processed": 19,
+        "processed": 20,
         "applied": 17,
         "duplicate": 1,
-        "foreign": 1,
+        "foreign": 2,
         "records_processed": 17,
-        "redelivered": 2,
+        "redelivered": 3,
         "effects": 18,
         "messages_with_effect": 16,
         "not_reached": 1,
         "processed_not_in_log": 0,
         "effects_not_in_log": 0,
         "commits": {
-            "ok": 4,
+            "ok": 5,
             "failed": 1,
-            "by_trigger": {"every": {"ok": 4, "failed": 1}},
+            "by_trigger": {"every": {"ok": 5, "failed": 1}},
             "errors": {"ILLEGAL_GENERATION": 1},
             "committed_offsets": {"0": 8, "1": 6, "2": 6},
         },
@@ -201,7 +229,7 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
     verdict = run.read_verdict()
     assert verdict.conforms, verdict.mismatches
     checks = {check.name: check for check in verdict.checks}
-    assert [checks[name].observed for name in CONSUMER_ANOMALIES] == [2, 2, 2, 1, 0]
+    assert [checks[name].observed for name in CONSUMER_ANOMALIES] == [2, 3, 2, 1, 0, 2, 1, 1]
     assert checks["effect_duplicate"].examples[0]["offset"] == 2
     consumer_suite = [e for e in verdict.gx.expectations if e.suite == "consumer_exactly_once"]
     assert {(e.anomalies[0], e.success) for e in consumer_suite} == {
@@ -211,6 +239,15 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
         ("effect_lost", True),
     }
     assert verdict.gx.suites["consumer_exactly_once"].version == 2
+    assert [
+        (e.suite, e.anomalies, e.success)
+        for e in verdict.gx.expectations
+        if e.suite in ("consumer_polls", "committed_offsets")
+    ] == [
+        ("consumer_polls", ["poll_skip"], False),
+        ("consumer_polls", ["nonmonotonic_poll"], False),
+        ("committed_offsets", ["offset_regression"], False),
+    ]
     assert verdict.gx.agrees_with_anomalies
     assert set(verdict.links.anomalies) >= set(CONSUMER_ANOMALIES)
 
@@ -230,9 +267,12 @@ def test_every_consumer_check_fails_when_its_planted_anomaly_is_expected_absent(
     assert not verdict.conforms
     assert [(m.name, m.expected, m.observed) for m in verdict.mismatches] == [
         ("unprocessed", "0", 2),
-        ("redelivered", "0", 2),
+        ("redelivered", "0", 3),
         ("effect_duplicate", "0", 2),
         ("effect_reorder", "0", 1),
+        ("poll_skip", "0", 2),
+        ("nonmonotonic_poll", "0", 1),
+        ("offset_regression", "0", 1),
     ]
     assert all(m.examples for m in verdict.mismatches)
 
@@ -259,6 +299,6 @@ def test_the_sink_is_read_from_postgresql_with_the_password_from_pgpassword(
     metrics = json.loads(run.metrics_json.read_text())
     assert naive.check(run.path).counts == metrics["anomalies"]
     for name in CONSUMER_ANOMALIES:
-        assert located(run, name, "partition", "offset", "message_id") == located(
-            planted.run, name, "partition", "offset", "message_id"
+        assert located(run, name, "partition", "offset") == located(
+            planted.run, name, "partition", "offset"
         )

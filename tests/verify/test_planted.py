@@ -24,7 +24,7 @@ def planted(
 ) -> tuple[RunDir, dict[str, str]]:
     run, sessions = plant_anomalies(tmp_path_factory.mktemp("runs"), kafka_bootstrap)
     run_dir, offsets = run.write(expected=PLANTED_EXPECTED)
-    assert offsets == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 5, 6]
+    assert offsets == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 5, 6]
     verify_run(run_dir.path, spark=spark)
     return run_dir, sessions
 
@@ -55,8 +55,11 @@ def test_each_planted_anomaly_is_found_exactly_where_it_was_planted(
     assert located(run, "lost", *where) == [(a, 2, 7, 7)]
     assert located(run, "foreign", "partition", "offset", "reason") == [
         (2, 5, "another run"),
-        (2, 6, "not an eos1 message"),
+        (2, 6, "not a workload message"),
     ]
+    assert located(run, "misplaced", "partition", "offset", "reason") == [(0, 8, "misplaced")]
+    assert located(run, "corrupt", "partition", "offset", "reason") == [(0, 9, "corrupt")]
+    assert located(run, "corrupt", "value_head")[0][0].startswith(f"eos2|{run.run_id}|")
     # bytes that are no UTF-8 are stored as valid UTF-8: pyarrow (above) reads the table
     head = located(run, "foreign", "value_head")[1][0]
     assert isinstance(head, str)
@@ -109,6 +112,8 @@ def test_planted_counts_metrics_and_verdict(planted: tuple[RunDir, dict[str, str
         "key_duplicate": 1,
         "key_reorder": 2,
         "key_gap": 1,
+        "misplaced": 1,
+        "corrupt": 1,
         "foreign": 2,
     }
     assert metrics["records"] == 18

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from eoslab.rundir import (
+    COMMITS_SCHEMA,
     CONSUMER_ANOMALIES,
     COPY_ANOMALIES,
     PROCESSED_SCHEMA,
@@ -21,7 +22,7 @@ from eoslab.rundir import (
     TRANSACTION_ANOMALIES,
 )
 from eoslab.verify import consumer_anomalies
-from eoslab.verify.consumer_ledger import build_consumer_ledger
+from eoslab.verify.consumer_ledger import build_consumer_ledger, build_polls
 from eoslab.verify.consumption import EFFECT_COLUMNS, LEDGER_NAMES
 from eoslab.verify.history import read_history
 from eoslab.verify.ledger import build_ledger, by_key, run_rows
@@ -78,7 +79,7 @@ def test_every_suite_query_runs_on_its_asset_without_a_shuffle(
     )
     ledger = build_ledger(classified, read_history(spark, tmp_path)).persist()
     key_ledger = by_key(ledger).persist()
-    frames = {"ledger": run_rows(ledger), "key_ledger": key_ledger}
+    frames = {"log": ledger, "ledger": run_rows(ledger), "key_ledger": key_ledger}
     try:
         for suite in load_suites():
             frames[suite.asset].createOrReplaceTempView("asset")
@@ -175,9 +176,11 @@ def assert_read_as_clustered(
         cached.unpersist()
 
 
-def consumer_frames(spark: SparkSession, tmp_path: Path) -> tuple[DataFrame, DataFrame]:
-    """A cached producer ledger of two records and the consumer ledger over it: a processing
-    and an effect of each."""
+def consumer_frames(
+    spark: SparkSession, tmp_path: Path
+) -> tuple[DataFrame, DataFrame, DataFrame, DataFrame]:
+    """A cached producer ledger of two records, the consumer ledger and the polls over it (a
+    processing and an effect of each), and the commits (one of each offset)."""
     classified = spark.createDataFrame(
         [("s1", 0, 0, 0, 0, "k0", 0, None, None), ("s1", 0, 0, 1, 1, "k0", 1, None, None)],
         "session_id string, producer int, partition int, offset bigint, seq bigint, "
@@ -216,7 +219,16 @@ def consumer_frames(spark: SparkSession, tmp_path: Path) -> tuple[DataFrame, Dat
         ],
         ", ".join(f"{LEDGER_NAMES.get(c, c)} {t}" for c, t in EFFECT_COLUMNS.items()),
     )
-    return ledger, build_consumer_ledger(ledger, processed, effects, {0: 2})
+    commits = spark.createDataFrame(
+        [("r", 0, "c", "m", 1, o, "every", 0, o + 1, None, 101 + o) for o in (0, 1)],
+        from_arrow_schema(COMMITS_SCHEMA),
+    )
+    return (
+        ledger,
+        build_consumer_ledger(ledger, processed, effects, {0: 2}),
+        build_polls(ledger, processed),
+        commits,
+    )
 
 
 def test_the_consumer_ledger_is_one_shuffle_and_no_window_after_it_shuffles_or_sorts(
@@ -225,16 +237,24 @@ def test_the_consumer_ledger_is_one_shuffle_and_no_window_after_it_shuffles_or_s
     """Records, processings and effects meet in one exchange and one sort; every window of the
     consumer anomalies reads the cached consumer ledger as it lies (only the key streams whose
     effects are out of order are sorted, on the reorder check's own side), and the consumer
-    suite's queries plan neither an exchange nor a sort."""
-    ledger, built = consumer_frames(spark, tmp_path)
+    suite's queries plan neither an exchange nor a sort. The polls (what each consumer saw,
+    along another axis: the member's epoch) are one more exchange and two sorts, after which
+    their windows and queries read them as they lie too; the commits, a few rows per commit,
+    are sorted by time where they are read."""
+    ledger, built, built_polls, commits = consumer_frames(spark, tmp_path)
     build = names(plan_nodes(built))
-    consumer_ledger = built.persist()
+    polls_build = names(plan_nodes(built_polls))
+    consumer_ledger, polls = built.persist(), built_polls.persist()
     try:
         assert (build.count("Exchange"), build.count("Sort"), build.count("Window")) == (1, 1, 3)
         assert build.count("InMemoryTableScan") == 1  # the producer ledger, not read again
+        assert (polls_build.count("Exchange"), polls_build.count("Sort")) == (1, 2)
 
-        for name, table in consumer_anomalies.derive(consumer_ledger).items():
+        tables = consumer_anomalies.derive(consumer_ledger, polls, commits)
+        for name, table in tables.items():
             assert table.count() == 0, name
+            if name == "offset_regression":
+                continue  # the commits, read as they come
             for window in windows(plan_nodes(table)):
                 below = names(window, broadcasts=False)
                 assert "Exchange" not in below, (name, below)
@@ -242,17 +262,21 @@ def test_the_consumer_ledger_is_one_shuffle_and_no_window_after_it_shuffles_or_s
                     assert name == "effect_reorder", (name, below)
                     assert below.index("Sort") < below.index("BroadcastHashJoin"), below
 
-        consumer_ledger.createOrReplaceTempView("asset")
+        assets = {"consumer_ledger": consumer_ledger, "polls": polls, "commits": commits}
         for suite in load_suites(consumed=True)[len(SUITE_NAMES) :]:
+            assets[suite.asset].createOrReplaceTempView("asset")
             for expectation in suite.expectations:
                 query = expectation["kwargs"]["unexpected_rows_query"]
                 frame = spark.sql(query.replace("{batch}", "asset"))
                 assert frame.count() == 0
+                if suite.asset == "commits":
+                    continue
                 operators = names(plan_nodes(frame))
                 assert "Exchange" not in operators, (suite.name, operators)
                 assert "Sort" not in operators, (suite.name, operators)
     finally:
         consumer_ledger.unpersist()
+        polls.unpersist()
         ledger.unpersist()
 
 

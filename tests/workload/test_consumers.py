@@ -262,6 +262,7 @@ def test_auto_commit_with_a_crash_loses_the_records_it_was_handed(
     assert at_crash["state"] == "crashing"
     handed_out = {int(p): offset for p, offset in at_crash["received"].items()}
     committed = workload.committed_offsets()
+    assert handed_out  # it crashed with records handed out: each committed past
     assert all(committed[p] == offset for p, offset in handed_out.items())  # committed past them
     lost = sum(handed_out.values()) - CRASH_AT
     assert lost > 0

@@ -97,6 +97,8 @@ class Nemesis:
         self._services: dict[int, str] = {}
         self._damage: dict[int, _Damage] = {}
         self._records: dict[int, _Record] = {}
+        self._claims: dict[str, int] = {}
+        """An observation -> the step whose evidence it is (:meth:`claim`)."""
         self._healing = False
         self.errors: list[str] = []
         """Steps that failed (also in faults.jsonl); the run goes on and reports them."""
@@ -165,6 +167,11 @@ class Nemesis:
 
     def observe(self, step: ResolvedStep, **observed: Any) -> None:
         self._record(step).observed.update(observed)
+
+    def claim(self, step: ResolvedStep, evidence: str) -> int | None:
+        with self._lock:
+            owner = self._claims.setdefault(evidence, step.index)
+        return None if owner == step.index else owner
 
     def service(self, step: ResolvedStep) -> str:
         """The step's service; "leader", "coordinator" and "controller" are looked up once, at its

@@ -10,6 +10,7 @@ batches put OUT_OF_ORDER_SEQUENCE_NUMBER in the history's ``error`` column.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from eoslab.probe.flows import FIG5, SEQ_JUMP, Flow
@@ -66,9 +67,37 @@ def run_scenario_flow(
     }
 
 
+@dataclass(frozen=True)
+class Provokes:
+    """The answer a scenario probe's flow exists to provoke: the broker answered batch ``tag``
+    with ``error`` (the probe step took effect only then; any other answer, or none, is a
+    broker that was never put to the test)."""
+
+    tag: str
+    error: str
+    what: str
+    """The answer in words, for the step's evidence."""
+
+    def met(self, answers: list[dict[str, Any]]) -> bool:
+        return any(a.get("tag") == self.tag and a.get("error") == self.error for a in answers)
+
+
 ProbeName = Literal["inflight-6", "seq-jump"]
 SCENARIO_PROBES: dict[str, Callable[..., dict[str, Any]]] = {
     "inflight-6": inflight_6,
     "seq-jump": seq_jump,
 }
 """The scenario files' probe names -> the probe that plays it."""
+PROVOKES: dict[str, Provokes] = {
+    "inflight-6": Provokes(
+        "A",
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        "the retry of A (the sixth batch back) refused with OUT_OF_ORDER_SEQUENCE_NUMBER",
+    ),
+    "seq-jump": Provokes(
+        "jump",
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        "sequence 111 refused with OUT_OF_ORDER_SEQUENCE_NUMBER",
+    ),
+}
+"""What each probe exists to provoke (:class:`Provokes`)."""

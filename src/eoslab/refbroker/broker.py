@@ -138,8 +138,9 @@ class ReferenceBroker:
         self.appends.notify()
         return written
 
-    def crash_restart(self) -> None:
-        """Forget everything in memory and recover from disk, without a clean close.
+    def crash_restart(self) -> dict[str, int]:
+        """Forget everything in memory and recover from disk, without a clean close; what the
+        recovered storage holds (:meth:`LogManager.held`).
 
         Nothing is flushed or snapshotted first: what survives is what the storage layer
         had already written, exactly as after kill -9 (the server drops the connections).
@@ -153,6 +154,7 @@ class ReferenceBroker:
         self.groups = self._open_groups()
         self.transactions = self._open_transactions()
         log.warning("crash-restart: storage, groups and transactions recovered from disk")
+        return self.storage.held()
 
     def maybe_auto_create(self, topic: str) -> bool:
         """Create an unknown, legal topic when --auto-create-topics is on (Kafka's option); an

@@ -12,7 +12,10 @@ singular): ``drop-response`` is the lost ack wherever it is injected.
 Each kind also says, from what the control API showed before and after (:class:`Snapshot`:
 ``GET /counters`` and ``GET /faults``) and from what applying it answered, whether it took
 effect (:meth:`took_effect`): a request fault must have been consumed by a request, an expiry
-must have removed a producer. The nemesis asks it when the fault ends.
+must have removed a producer, a rule set must have judged a batch, a duplicate cache of
+another size must have answered a retry otherwise than Kafka's 5-batch cache, a crash-restart
+must have reloaded records from disk. Being applied is never enough. The nemesis asks it when
+the fault ends.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ class FaultedBroker(Protocol):
 
     def set_rules(self, rules: Rules | None) -> Rules: ...
 
-    def crash_restart(self) -> None: ...
+    def crash_restart(self) -> dict[str, int]: ...
 
 
 class Connections(Protocol):
@@ -69,12 +72,17 @@ class _Fault(BaseModel):
     def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         """Act on the broker now; returns what the fault did, for its log entry."""
 
+    @abc.abstractmethod
     def took_effect(
         self, applied: dict[str, Any], before: Snapshot, after: Snapshot
     ) -> tuple[bool, str]:
-        """Whether it did something (one line saying what, or why not); a state fault, by
-        default, takes effect when it is applied."""
-        return True, f"{applied.get('kind', 'fault')} applied"
+        """Whether it did something observable (one line saying what, or why not): being
+        applied is never enough."""
+
+
+def produce_counter(snapshot: Snapshot, name: str) -> Any:
+    """``/counters``' ``produce`` entry ``name`` at one moment."""
+    return snapshot.counters.get("produce", {}).get(name, 0)
 
 
 class ExpireProducers(_Fault):
@@ -111,7 +119,21 @@ class RetainBatches(_Fault):
     def took_effect(
         self, applied: dict[str, Any], before: Snapshot, after: Snapshot
     ) -> tuple[bool, str]:
-        return True, f"duplicate cache set to {self.count} batch(es) per producer"
+        """A retry the cache answered otherwise than Kafka's 5-batch cache would have (a
+        duplicate refused, or one answered from past Kafka's window): a cache of another size
+        that never made a difference proves nothing."""
+        differed = int(produce_counter(after, "cache_differs")) - int(
+            produce_counter(before, "cache_differs")
+        )
+        if differed:
+            return True, (
+                f"duplicate cache of {self.count} batch(es): {differed} retr"
+                f"{'y' if differed == 1 else 'ies'} answered otherwise than by Kafka's 5"
+            )
+        return False, (
+            f"duplicate cache of {self.count} batch(es), but no retry was answered otherwise "
+            "than by Kafka's 5"
+        )
 
 
 class _ApiFault(_Fault):
@@ -187,14 +209,23 @@ class CrashRestart(_Fault):
 
     def apply(self, broker: FaultedBroker, server: Connections) -> dict[str, object]:
         dropped = server.disconnect_all()
-        broker.crash_restart()
-        return {"connections_dropped": dropped}
+        return {"connections_dropped": dropped, "reloaded": broker.crash_restart()}
 
     def took_effect(
         self, applied: dict[str, Any], before: Snapshot, after: Snapshot
     ) -> tuple[bool, str]:
+        """The restarted broker reloaded records from disk: a restart of a broker holding
+        nothing shows no recovery."""
+        reloaded = applied.get("reloaded") or {}
+        records = int(reloaded.get("records", 0))
         dropped = applied.get("connections_dropped", 0)
-        return True, f"state reloaded from disk, {dropped} connection(s) dropped"
+        line = (
+            f"reloaded {records} record(s) of {reloaded.get('partitions', 0)} partition(s) and "
+            f"{reloaded.get('producers', 0)} producer state entr"
+            f"{'y' if reloaded.get('producers', 0) == 1 else 'ies'} from disk, "
+            f"{dropped} connection(s) dropped"
+        )
+        return records > 0, line if records else f"nothing to reload: {line}"
 
 
 class SetRules(_Fault):
@@ -211,7 +242,16 @@ class SetRules(_Fault):
     def took_effect(
         self, applied: dict[str, Any], before: Snapshot, after: Snapshot
     ) -> tuple[bool, str]:
-        return True, f"producer-state rules {applied.get('rules')}"
+        """Batches were judged by the rule set while it was in force."""
+        rules = str(self.rules)
+
+        def judged(snapshot: Snapshot) -> int:
+            return int((produce_counter(snapshot, "judged") or {}).get(rules, 0))
+
+        count = judged(after) - judged(before)
+        if count:
+            return True, f"{count} batch(es) judged by the {rules} producer-state rules"
+        return False, f"producer-state rules {rules} in force, but no batch was judged by them"
 
 
 class ForceRebalance(_Fault):

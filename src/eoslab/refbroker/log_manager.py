@@ -280,6 +280,16 @@ class LogManager:
             log.producers.remove_expired(now_ms, producer_id, force) for log in self._logs.values()
         )
 
+    def held(self) -> dict[str, int]:
+        """What the storage holds: partitions, records (log start to end, markers included)
+        and producer state entries; after a crash-restart, what was recovered from disk."""
+        logs = self._logs.values()
+        return {
+            "partitions": len(self._logs),
+            "records": sum(log.log_end_offset - log.log_start_offset for log in logs),
+            "producers": sum(len(log.producers.active_producers()) for log in logs),
+        }
+
     @property
     def retained_batches(self) -> int:
         return self._retained_batches

@@ -65,6 +65,11 @@ class AppendResult:
     log_start_offset: int = -1
     duplicate: bool = False
     error_message: str | None = None
+    cache_differs: bool = False
+    """The duplicate cache answered otherwise than Kafka's 5-batch cache would have (a
+    ``retained-batches`` fault at work)."""
+    judged_by: str | None = None
+    """The producer-state rule set the batch was judged by (None: no producer id, no rules)."""
 
 
 @dataclass(frozen=True)
@@ -126,32 +131,55 @@ class PartitionLog:
     ) -> AppendResult:
         """Validate and append the `records` of one partition of a Produce request. `verify`
         (a transactional Produce) checks with the transaction coordinator a transactional batch
-        of a producer that has no transaction open here yet; it raises ProducerStateError."""
+        of a producer that has no transaction open here yet; it raises ProducerStateError. A
+        batch with a producer id says which rule set judged it (``judged_by``)."""
         try:
             header = validate_produce_records(records, self._max_batch_bytes)
         except InvalidRecordsError as refused:
             return self._refused(refused.error, str(refused))
-        info = None
-        if header.has_producer_id:
-            if (
-                verify is not None
-                and header.is_transactional
-                and not self.producers.has_ongoing_txn(header.producer_id)
-            ):
-                try:
-                    verify(header)
-                except ProducerStateError as refused:
-                    return self._refused(refused.error, str(refused))
-            self.producers.remove_expired(now_ms, producer_id=header.producer_id)
-            duplicate = self.producers.find_duplicate_batch(header)
-            if duplicate is not None:
-                return AppendResult(
-                    ErrorCode.none, duplicate.first_offset, self._log_start_offset, duplicate=True
-                )
+        if not header.has_producer_id:
+            return self._write(records, header, None)
+        result = self._idempotent_append(records, header, now_ms, verify)
+        return replace(result, judged_by=str(self.producers.rules))
+
+    def _idempotent_append(
+        self,
+        records: bytes,
+        header: BatchHeader,
+        now_ms: int,
+        verify: Callable[[BatchHeader], None] | None,
+    ) -> AppendResult:
+        """A batch of an idempotent or transactional producer, judged by the producer state."""
+        if (
+            verify is not None
+            and header.is_transactional
+            and not self.producers.has_ongoing_txn(header.producer_id)
+        ):
             try:
-                info = self.producers.prepare_update(header)
+                verify(header)
             except ProducerStateError as refused:
                 return self._refused(refused.error, str(refused))
+        self.producers.remove_expired(now_ms, producer_id=header.producer_id)
+        duplicate = self.producers.find_duplicate_batch(header)
+        differs = self.producers.cache_differs(header, duplicate)
+        if duplicate is not None:
+            return AppendResult(
+                ErrorCode.none,
+                duplicate.first_offset,
+                self._log_start_offset,
+                duplicate=True,
+                cache_differs=differs,
+            )
+        try:
+            info = self.producers.prepare_update(header)
+        except ProducerStateError as refused:
+            return replace(self._refused(refused.error, str(refused)), cache_differs=differs)
+        return self._write(records, header, info)
+
+    def _write(
+        self, records: bytes, header: BatchHeader, info: ProducerAppendInfo | None
+    ) -> AppendResult:
+        """Append a batch that passed its checks, and record it in the producer state."""
         base_offset = self.log_end_offset
         batch = with_base_offset(records, base_offset)
         try:

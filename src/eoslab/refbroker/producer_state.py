@@ -117,6 +117,11 @@ class ProducerStateEntry:
     coordinator_epoch: int = -1
     current_txn_first_offset: int = NO_OFFSET
     """The first offset of the producer's open transaction in this partition, or -1."""
+    evicted: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=DEFAULT_RETAINED_BATCHES), compare=False, repr=False
+    )
+    """The last batches a cache smaller than Kafka's dropped (never a cache larger than it):
+    what Kafka's 5-batch cache would still hold, to tell when this one answers otherwise."""
 
     @property
     def last_seq(self) -> int:
@@ -129,9 +134,21 @@ class ProducerStateEntry:
     def find_duplicate_batch(
         self, epoch: int, first_seq: int, last_seq: int
     ) -> BatchMetadata | None:
+        return self._cached(self.batch_metadata, epoch, first_seq, last_seq)
+
+    def kafka_would_find(self, epoch: int, first_seq: int, last_seq: int) -> bool:
+        """Whether Kafka's cache (the last :data:`DEFAULT_RETAINED_BATCHES` batches) holds this
+        batch: where it and :meth:`find_duplicate_batch` disagree, a cache of another size
+        answered a retry otherwise than Kafka would (a duplicate refused, or one let through)."""
+        window = [*self.evicted, *self.batch_metadata][-DEFAULT_RETAINED_BATCHES:]
+        return self._cached(window, epoch, first_seq, last_seq) is not None
+
+    def _cached(
+        self, batches: Iterable[BatchMetadata], epoch: int, first_seq: int, last_seq: int
+    ) -> BatchMetadata | None:
         if epoch != self.producer_epoch:
             return None
-        for batch in self.batch_metadata:
+        for batch in batches:
             if batch.first_seq == first_seq and batch.last_seq == last_seq:
                 return batch
         return None
@@ -139,6 +156,7 @@ class ProducerStateEntry:
     def maybe_update_producer_epoch(self, epoch: int) -> None:
         if epoch != self.producer_epoch:
             self.batch_metadata.clear()
+            self.evicted.clear()
             self.producer_epoch = epoch
 
     def add_batch(self, epoch: int, batch: BatchMetadata, retained: int) -> None:
@@ -149,7 +167,9 @@ class ProducerStateEntry:
 
     def retain_last(self, retained: int) -> None:
         while len(self.batch_metadata) > retained:
-            self.batch_metadata.popleft()
+            dropped = self.batch_metadata.popleft()
+            if retained < DEFAULT_RETAINED_BATCHES:
+                self.evicted.append(dropped)
 
 
 def check_retained_batches(retained: int) -> None:
@@ -270,6 +290,18 @@ class ProducerStateManager:
         return entry.find_duplicate_batch(
             batch.producer_epoch, batch.base_sequence, batch.last_sequence
         )
+
+    def cache_differs(self, batch: BatchHeader, found: BatchMetadata | None) -> bool:
+        """Whether the cache's answer to ``batch`` (``found``: :meth:`find_duplicate_batch`'s)
+        differs from what Kafka's 5-batch cache would answer: the evidence that a
+        ``retained-batches`` fault acted (never under `legacy`, which has no cache)."""
+        entry = self._producers.get(batch.producer_id)
+        if self.rules is Rules.LEGACY or entry is None:
+            return False
+        kafka = entry.kafka_would_find(
+            batch.producer_epoch, batch.base_sequence, batch.last_sequence
+        )
+        return kafka != (found is not None)
 
     def prepare_update(self, batch: BatchHeader) -> ProducerAppendInfo:
         """Validate `batch` against the rules; raises ProducerStateError when it must be refused."""

@@ -253,6 +253,13 @@ class Scenario(BaseModel):
         description="the full matrix runs the scenario on every client of the lab; false for a "
         "scenario about one client's behaviour, or whose subject the probe plays",
     )
+    negative_control: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9][a-z0-9-]*(\.[a-z-]+)?$",
+        description="for a positive scenario (one that expects no anomaly): the catalogue "
+        "scenario, or scenario.mode, that shares its fault and is expected to find what this one "
+        "proves absent: the check that could have failed here, failing there",
+    )
     nemesis: list[AnyStep] = Field(default_factory=list)
     expected: ScenarioExpected = Field(default_factory=ScenarioExpected)
     timeout_s: float = Field(120.0, gt=0, le=3600, description="bound on the whole run")

@@ -12,7 +12,11 @@ Definitions (ARCHITECTURE.md, "Message format and anomalies"):
 - ``lost``: acknowledged in the history, absent from the log;
 - ``phantom``: in the log, never sent (no history row);
 - ``indeterminate``: in the log although the history says fail, indeterminate or unsent (one
-  per history row, however many copies).
+  per history row, however many copies);
+- ``misplaced``: a record of the run in another partition than the one its value says it was
+  sent to; ``corrupt``: a value that parses as the run's but fails its checksum (see
+  :func:`eoslab.verify.topic_reader.classify`). Neither takes part in another check: what such
+  a record says cannot be trusted (a misplaced record's send shows as lost from its partition).
 
 Phantoms take no part in the order and gap checks: their sequence numbers were not assigned by
 this run, and they are reported once, as phantoms. Every table has the columns of
@@ -32,7 +36,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
 from eoslab.message import RECORD_FIELDS
-from eoslab.rundir import PRODUCER_ANOMALIES
+from eoslab.rundir import PRODUCER_ANOMALIES, RUN_FLAWS
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
 from eoslab.verify.ledger import KEY_STREAM, PARTITION_STREAM, run_rows
 
@@ -193,8 +197,14 @@ def indeterminates(ledger: DataFrame) -> DataFrame:
 
 
 def foreign(ledger: DataFrame) -> DataFrame:
-    """Records of the topic that are not this run's."""
-    return ledger.where(sf.col("reason").isNotNull()).select(*FOREIGN_COLUMNS)
+    """Records of the topic that are not this run's (nor flawed records of it)."""
+    return ledger.where(~sf.col("reason").isin(*RUN_FLAWS)).select(*FOREIGN_COLUMNS)
+
+
+def flawed(ledger: DataFrame, flaw: str) -> DataFrame:
+    """Records of the run with a flaw (:data:`eoslab.verify.topic_reader.RUN_FLAWS`): in
+    another partition than their value names, or failing their checksum."""
+    return ledger.where(sf.col("reason") == flaw).select(*FOREIGN_COLUMNS)
 
 
 def derive(ledger: DataFrame, key_ledger: DataFrame) -> dict[str, DataFrame]:
@@ -202,6 +212,7 @@ def derive(ledger: DataFrame, key_ledger: DataFrame) -> dict[str, DataFrame]:
     its per-key layout (:func:`eoslab.verify.ledger.by_key`)."""
     run = run_rows(ledger)
     tables = {"lost": lost(run), "phantom": phantoms(run), "indeterminate": indeterminates(run)}
+    tables |= {flaw: flawed(ledger, flaw) for flaw in RUN_FLAWS}
     for scope, frame in ((PARTITION_SCOPE, run), (KEY_SCOPE, key_ledger)):
         tables[f"{scope.prefix}duplicate"] = duplicates(frame, scope)
         tables[f"{scope.prefix}reorder"] = reorders(first_copies(frame, scope), scope)

@@ -60,7 +60,7 @@ from eoslab.verify import (
     suites,
     txn_anomalies,
 )
-from eoslab.verify.consumer_ledger import build_consumer_ledger, committed_offsets
+from eoslab.verify.consumer_ledger import build_consumer_ledger, build_polls, committed_offsets
 from eoslab.verify.consumption import read_commits, read_effects, read_processed
 from eoslab.verify.copy_ledger import build_copy_ledger, parse_copies
 from eoslab.verify.counting import count_rows
@@ -132,20 +132,24 @@ Cache = Callable[[DataFrame], DataFrame]
 
 def _consumer_half(
     spark: SparkSession, run: RunDir, consumption: ConsumptionInfo, ledger: DataFrame, cache: Cache
-) -> tuple[DataFrame, dict[str, DataFrame], dict[str, Any]]:
-    """The consumer ledger (cached), its anomaly tables and its figures."""
+) -> tuple[dict[str, DataFrame], dict[str, DataFrame], dict[str, Any]]:
+    """The consumer half's frames for GX (the consumer ledger and the polls, cached; the
+    commits), its anomaly tables and its figures."""
     commits = read_commits(spark, run)
     committed = committed_offsets(commits)
+    processed = read_processed(spark, run)
     consumer_ledger = cache(
         build_consumer_ledger(
             ledger,
-            read_processed(spark, run),
+            processed,
             read_effects(spark, jdbc_sink(consumption.sink, run.path)),
             committed,
         )
     )
     figures = metrics.consumption_summary(consumer_ledger, commits, committed, consumption)
-    return consumer_ledger, consumer_anomalies.derive(consumer_ledger), figures
+    polls = cache(build_polls(ledger, processed))
+    tables = consumer_anomalies.derive(consumer_ledger, polls, commits)
+    return {"consumer_ledger": consumer_ledger, "polls": polls, "commits": commits}, tables, figures
 
 
 def _transactions(
@@ -312,12 +316,13 @@ def _check(
                 **anomalies.derive(ledger, key_ledger),
                 FOREIGN: anomalies.foreign(ledger),
             }
-            frames = {"ledger": run_rows(ledger), "key_ledger": key_ledger}
+            frames = {"log": ledger, "ledger": run_rows(ledger), "key_ledger": key_ledger}
             half_figures: dict[str, Any] = {}
             if info.consumption is not None:
-                frames["consumer_ledger"], consumer_tables, half_figures["consumption"] = (
-                    _consumer_half(spark, run, info.consumption, ledger, cache)
+                consumer_frames, consumer_tables, half_figures["consumption"] = _consumer_half(
+                    spark, run, info.consumption, ledger, cache
                 )
+                frames.update(consumer_frames)
                 tables.update(consumer_tables)
             if info.transactions is not None:
                 frames["txn_ledger"], txn_tables, half_figures["transactions"] = _transactions(

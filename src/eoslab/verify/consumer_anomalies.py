@@ -30,21 +30,42 @@ producer's identity, ``message_id``):
   handler skips as applied already has it too; an ``applied`` processing whose effect is not in
   the sink (a sink that lost a committed transaction) is lost as well.
 
+What each consumer saw, from the consumption ledger's processings alone (Jepsen's Kafka checker
+judges the same of its polls). An *assignment epoch* is one consumer session in one generation
+(KIP-848: member epoch); within it, a partition's processings in processing order (``n``):
+
+- ``poll_skip``: a processing whose offset is past the one before it plus one, with records of
+  the log in between (offsets without a record, transaction markers, are no skip): the consumer
+  jumped over records it was assigned. One row per jump, with how many records it skipped;
+- ``nonmonotonic_poll``: a processing at or below the offset of the one before it: the consumer
+  went back without a rebalance (a new generation restarts from the committed offset, and is
+  another epoch).
+
+And from its commits: ``offset_regression``: a successful commit of a partition below the
+group's committed offset before it (the last successful commit of that partition, in commit
+time): the group's position moved backwards, so what lies between is delivered again.
+
+Like ``unprocessed``, ``poll_skip`` takes every record of the log for one a consumer must see: a
+consumer workload reading transactional producers' records at read_committed never sees an
+aborted one, and that pairing is not judged here.
+
 Foreign records (not the run's: see :func:`eoslab.verify.topic_reader.classify`) are records:
 they can be unprocessed or redelivered (a consumer reads and passes over every record of its
 partitions, and its ledger says so), never take part in the effect checks (they have none).
-Every table has the columns of :data:`eoslab.verify.anomalies.LOCATION` (the partition and
-offset the consumer read the record from) and the message's ``message_id``.
+Every table of records and processings has the columns of
+:data:`eoslab.verify.anomalies.LOCATION` (the partition and offset the consumer read the record
+from) and the message's ``message_id``; ``offset_regression``'s rows are commits (the partition,
+the committed offset, the one before it, who committed).
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
 from eoslab.rundir import CONSUMER_ANOMALIES
 from eoslab.verify.anomalies import LOCATION, SequenceScope, duplicates, reorders
-from eoslab.verify.consumer_ledger import EFFECT, PROCESSED, RECORD
+from eoslab.verify.consumer_ledger import EFFECT, POLL_EPOCH, PROCESSED, RECORD
 from eoslab.verify.ledger import KEY_STREAM
 
 EFFECT_SCOPE = SequenceScope(
@@ -123,9 +144,75 @@ def effect_lost(consumer_ledger: DataFrame) -> DataFrame:
     )
 
 
-def derive(consumer_ledger: DataFrame) -> dict[str, DataFrame]:
-    """Every consumer anomaly table, by name (the names of :data:`CONSUMER_ANOMALIES`)."""
+POLL = (
+    *LOCATION,
+    "message_id",
+    "previous_offset",
+    "consumer",
+    "consumer_session",
+    "generation",
+    "n",
+)
+"""The columns of the poll tables: the processing where the anomaly shows, and the offset of the
+one before it in its epoch."""
+
+
+def _polled(polls: DataFrame) -> DataFrame:
+    """The polls (:func:`eoslab.verify.consumer_ledger.build_polls`), each with the offset and
+    the log's count ``through`` of the processing before it in its epoch; the window reads
+    them as they lie."""
+    in_order = Window.partitionBy(*POLL_EPOCH).orderBy("n")
+    return polls.select(
+        "*",
+        sf.lag("offset").over(in_order).alias("previous_offset"),
+        sf.lag("through").over(in_order).alias("previous_through"),
+    )
+
+
+def poll_skips(polled: DataFrame) -> DataFrame:
+    """Processings past the one before them with records of the log in between (one row per
+    jump, with how many it skipped)."""
+    skipped = sf.col("before") - sf.col("previous_through")
+    return polled.where((sf.col("offset") > sf.col("previous_offset")) & (skipped > 0)).select(
+        *POLL, skipped.alias("skipped")
+    )
+
+
+def nonmonotonic_polls(polled: DataFrame) -> DataFrame:
+    """Processings at or below the offset of the one before them in their epoch."""
+    return polled.where(sf.col("offset") <= sf.col("previous_offset")).select(*POLL)
+
+
+def offset_regressions(commits: DataFrame) -> DataFrame:
+    """Successful commits of a partition below the last successful one before them (commit time,
+    then session and commit number for commits of one moment)."""
+    in_time = Window.partitionBy("partition").orderBy("committed_ms", "consumer_session", "commit")
+    return (
+        commits.where(sf.col("error").isNull())
+        .withColumn("previous_offset", sf.lag("offset").over(in_time))
+        .where(sf.col("offset") < sf.col("previous_offset"))
+        .select(
+            "partition",
+            "offset",
+            "previous_offset",
+            "consumer",
+            "consumer_session",
+            "generation",
+            "commit",
+            "trigger",
+            "committed_ms",
+        )
+    )
+
+
+def derive(
+    consumer_ledger: DataFrame, polls: DataFrame, commits: DataFrame
+) -> dict[str, DataFrame]:
+    """Every consumer anomaly table, by name (the names of :data:`CONSUMER_ANOMALIES`), from the
+    consumer ledger, the polls (:func:`eoslab.verify.consumer_ledger.build_polls`) and the
+    consumption ledger's commit rows."""
     effects = _kind(consumer_ledger, EFFECT)
+    polled = _polled(polls)
     tables = {
         "unprocessed": unprocessed(consumer_ledger),
         "redelivered": redelivered(consumer_ledger),
@@ -134,5 +221,8 @@ def derive(consumer_ledger: DataFrame) -> dict[str, DataFrame]:
             effects.where(sf.col(EFFECT_SCOPE.occurrence) == 1), EFFECT_SCOPE
         ),
         "effect_lost": effect_lost(consumer_ledger),
+        "poll_skip": poll_skips(polled),
+        "nonmonotonic_poll": nonmonotonic_polls(polled),
+        "offset_regression": offset_regressions(commits),
     }
     return {name: tables[name] for name in CONSUMER_ANOMALIES}

@@ -194,3 +194,78 @@ def build_consumer_ledger(
             "message_delivery"
         ),
     )
+
+
+POLL_EPOCH = ("partition", "consumer_session", "generation")
+"""A member's assignment epoch (a consumer session in one generation; KIP-848: member epoch),
+per partition: where processings must rise one record at a time."""
+POLL_COLUMNS = (
+    *RECORD_FIELDS,
+    "offset",
+    "message_id",
+    "consumer",
+    "consumer_session",
+    "generation",
+    "n",
+    "before",
+    "through",
+)
+"""The polls' columns: a processing (who processed which record, in which epoch, its number
+among its session's processings) and the log around its offset: ``before``, the records of its
+partition below its offset; ``through``, those at or below it."""
+
+
+_PROCESSING_COLUMNS = (
+    *(c for c in RECORD_FIELDS if c != "partition"),
+    "message_id",
+    "consumer",
+    "consumer_session",
+    "generation",
+    "n",
+)
+"""A processing's columns beside its place (partition, offset)."""
+
+
+def build_polls(ledger: DataFrame, processed: DataFrame) -> DataFrame:
+    """What each consumer saw, laid out for the poll checks: every processing of the consumption
+    ledger, with the log's records around its offset (``before``, ``through``: see
+    :data:`POLL_COLUMNS`), clustered by Kafka partition and sorted by (partition,
+    consumer_session, generation, n), so that an epoch's processings follow one another in
+    processing order. The records between two processings at offsets ``a < b`` are then
+    ``before(b) - through(a)``: offsets without a record (a transaction marker) count for nothing.
+
+    Its cost, apart from the consumer ledger's (whose clustering, by producer session and key,
+    spreads a consumer's processings of a partition everywhere): one exchange, of the processed
+    rows and the log's (partition, offset), and two sorts — by offset to count the records, then
+    by epoch."""
+    records = ledger.where(sf.col("offset").isNotNull()).select(
+        "partition", "offset", sf.lit(True).alias("is_record")
+    )
+    processings = processed.select(
+        "partition", "offset", sf.lit(False).alias("is_record"), *_PROCESSING_COLUMNS
+    )
+    rows = (
+        processings.unionByName(records, allowMissingColumns=True)
+        .repartition("partition")
+        .sortWithinPartitions("partition", "offset")
+    )
+    up_to = (
+        Window.partitionBy("partition")
+        .orderBy("offset")
+        .rangeBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    at = Window.partitionBy("partition", "offset")
+    counted = rows.select(
+        "*",
+        sf.count_if("is_record").over(up_to).alias("through"),
+        sf.count_if("is_record").over(at).alias("at"),
+    )
+    return (
+        counted.where(~sf.col("is_record"))
+        .select(
+            *(sf.col(c) for c in POLL_COLUMNS[:-2]),
+            sf.expr("through - at").alias("before"),
+            "through",
+        )
+        .sortWithinPartitions(*POLL_EPOCH, "n")
+    )

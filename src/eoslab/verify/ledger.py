@@ -25,9 +25,9 @@ LEDGER_COLUMNS = (*RUN_COLUMNS, "reason", "value_head")
 """A row per record in the log (with its history row's outcome, acked offset and error, if any)
 and a row per history entry that never reached the log (``offset`` null). ``outcome`` is null
 for a log record that no history row knows (a phantom). ``occurrence`` numbers the copies of one
-(session, partition, seq) in offset order. ``reason`` is not null for a foreign record (another
-format or run: see :func:`eoslab.verify.topic_reader.classify`); such rows take part in nothing
-else."""
+(session, partition, seq) in offset order. ``reason`` is not null for a record that is not
+the run's (another format or run) or is the run's but flawed (misplaced, corrupt: see
+:func:`eoslab.verify.topic_reader.classify`); such rows take part in nothing else."""
 
 PARTITION_STREAM = ("session_id", "partition")
 KEY_STREAM = ("session_id", "key")
@@ -88,7 +88,7 @@ def build_ledger(classified: DataFrame, history: DataFrame) -> DataFrame:
 
 
 def run_rows(ledger: DataFrame) -> DataFrame:
-    """The ledger without foreign records."""
+    """The ledger without foreign (or flawed) records."""
     return ledger.where(sf.col("reason").isNull())
 
 

@@ -14,21 +14,23 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
-from eoslab.rundir import ConsumptionInfo, Effect
+from eoslab.rundir import RUN_FLAWS, ConsumptionInfo, Effect
 
 LATENCY_QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 PERCENTILE_ACCURACY = 10_000
 
 
 def log_summary(ledger: DataFrame) -> dict[str, int]:
-    """Records of the run, foreign records, and how many partitions hold run records."""
+    """Records of the run, foreign records, and how many partitions hold run records (a
+    misplaced or corrupt record of the run is neither: it has an anomaly table of its own)."""
     run_record = sf.col("reason").isNull()
+    foreign = ~sf.col("reason").isin(*RUN_FLAWS)
     row = (
         ledger.where(sf.col("offset").isNotNull())
         .agg(
             sf.count(sf.when(run_record, 1)).alias("records"),
             sf.countDistinct(sf.when(run_record, sf.col("partition"))).alias("partitions"),
-            sf.count(sf.when(~run_record, 1)).alias("foreign"),
+            sf.count(sf.when(foreign, 1)).alias("foreign"),
         )
         .first()
     )

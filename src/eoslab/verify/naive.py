@@ -23,12 +23,12 @@ from typing import Any
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from eoslab.message import MessageFormatError, decode
-from eoslab.rundir import FOREIGN, PRODUCER_ANOMALIES, Outcome, RunDir
+from eoslab.message import CorruptMessageError, MessageFormatError, decode
+from eoslab.rundir import CORRUPT, FOREIGN, MISPLACED, PRODUCER_ANOMALIES, Outcome, RunDir
 from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
 from eoslab.verify.naive_consumer import (
     count_consumer_anomalies,
-    read_committed,
+    read_commits,
     read_processings,
     read_sink_effects,
 )
@@ -59,13 +59,22 @@ class NaiveResult:
     records: int
 
 
+@dataclass(frozen=True)
+class OtherRecord:
+    """A record of the log that is not one of the run's records: why (``foreign``, or a flaw
+    of a record of the run: ``misplaced``, ``corrupt``), and where."""
+
+    partition: int
+    offset: int
+    reason: str
+
+
 def read_log(
     bootstrap: str, topic: str, partitions: int, run_id: str, timeout_s: float = 600.0
-) -> tuple[list[LogRecord], list[tuple[int, int]]]:
-    """The run's records in (partition, offset) order, and the (partition, offset) of every
-    foreign record. A partition is read once its record at the end offset's predecessor came,
-    or the end of the partition did (a topic written in transactions ends in a marker, which
-    is no record)."""
+) -> tuple[list[LogRecord], list[OtherRecord]]:
+    """The run's records in (partition, offset) order, and every other record of the log. A
+    partition is read once its record at the end offset's predecessor came, or the end of the
+    partition did (a topic written in transactions ends in a marker, which is no record)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -86,7 +95,7 @@ def read_log(
                 starts.append(TopicPartition(topic, partition, low))
         consumer.assign(starts)
         by_partition: dict[int, list[LogRecord]] = defaultdict(list)
-        foreign: list[tuple[int, int]] = []
+        others: list[OtherRecord] = []
         deadline = time.monotonic() + timeout_s
         while ends:
             if time.monotonic() > deadline:
@@ -106,27 +115,27 @@ def read_log(
                     continue
                 if offset == ends[where] - 1:
                     del ends[where]
-                record = _run_record(message.key(), message.value(), where, offset, run_id)
-                if record is None:
-                    foreign.append((where, offset))
+                record = classify_record(message.key(), message.value(), where, offset, run_id)
+                if isinstance(record, OtherRecord):
+                    others.append(record)
                 else:
                     by_partition[where].append(record)
-        return [r for p in sorted(by_partition) for r in by_partition[p]], foreign
+        return [r for p in sorted(by_partition) for r in by_partition[p]], others
     finally:
         consumer.close()
 
 
-def read_kept_log(topic_dir: Path, run_id: str) -> tuple[list[LogRecord], list[tuple[int, int]]]:
+def read_kept_log(topic_dir: Path, run_id: str) -> tuple[list[LogRecord], list[OtherRecord]]:
     """:func:`read_log`'s answer from the copy of the topic a check kept in the run directory."""
     log: list[LogRecord] = []
-    foreign: list[tuple[int, int]] = []
+    others: list[OtherRecord] = []
     for row in kept_rows(topic_dir):
-        record = _run_record(row["key"], row["value"], row["partition"], row["offset"], run_id)
-        if record is None:
-            foreign.append((row["partition"], row["offset"]))
+        record = classify_record(row["key"], row["value"], row["partition"], row["offset"], run_id)
+        if isinstance(record, OtherRecord):
+            others.append(record)
         else:
             log.append(record)
-    return log, foreign
+    return log, others
 
 
 def kept_rows(folder: Path) -> list[dict[str, Any]]:
@@ -135,15 +144,21 @@ def kept_rows(folder: Path) -> list[dict[str, Any]]:
     return sorted(table.to_pylist(), key=lambda row: (row["partition"], row["offset"]))
 
 
-def _run_record(
+def classify_record(
     key: bytes | None, value: bytes | None, partition: int, offset: int, run_id: str
-) -> LogRecord | None:
+) -> LogRecord | OtherRecord:
+    """The run's record at (partition, offset), or why it is not one."""
     try:
         message = decode(key, value)
+    except CorruptMessageError as corrupt:
+        reason = CORRUPT if corrupt.message.run_id == run_id else FOREIGN
+        return OtherRecord(partition, offset, reason)
     except MessageFormatError:
-        return None
-    if message.run_id != run_id or message.partition != partition:
-        return None
+        return OtherRecord(partition, offset, FOREIGN)
+    if message.run_id != run_id:
+        return OtherRecord(partition, offset, FOREIGN)
+    if message.partition != partition:
+        return OtherRecord(partition, offset, MISPLACED)
     return LogRecord(
         partition, offset, message.session_id, message.seq, message.key, message.key_seq
     )
@@ -241,7 +256,7 @@ def check(run_dir: Path, bootstrap: str | None = None, *, kept: bool = False) ->
     ``kept``, from the copies of them a check kept in the run directory."""
     run = RunDir(run_dir)
     info = run.read_info()
-    log, foreign = (
+    log, others = (
         read_kept_log(run.topic_dir, info.run_id)
         if kept
         else read_log(bootstrap or info.bootstrap, info.topic, info.partitions, info.run_id)
@@ -249,17 +264,21 @@ def check(run_dir: Path, bootstrap: str | None = None, *, kept: bool = False) ->
     history = read_history(run.history_dir, info.log_starts())
     if info.transactions is not None:
         history = excuse_aborted(history, aborted_records(read_ledger(run)))
-    counts = {**count_anomalies(log, history), FOREIGN: len(foreign)}
+    reasons = Counter(other.reason for other in others)
+    counts = {
+        **count_anomalies(log, history),
+        **{name: reasons[name] for name in (FOREIGN, MISPLACED, CORRUPT)},
+    }
     if info.consumption is not None:
         records = [
             *(((r.partition, r.offset), (r.session_id, r.key, r.key_seq)) for r in log),
-            *((place, None) for place in foreign),
+            *(((o.partition, o.offset), None) for o in others),
         ]
         counts |= count_consumer_anomalies(
             records,
             read_processings(run),
             read_sink_effects(info.consumption, run.path),
-            read_committed(run),
+            read_commits(run),
         )
     if info.transactions is not None:
         counts |= count_txn_anomalies(

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,20 @@ class Processing:
     place: Place
     identity: Identity | None
     effect: str
+    epoch: tuple[str, int]
+    """(consumer session, generation): the member's assignment epoch it was processed in."""
+    n: int
+    """Its number among its session's processings (processing order)."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A successful commit of one partition."""
+
+    partition: int
+    offset: int
+    order: tuple[int, str, int]
+    """(committed_ms, consumer session, commit number): commit order."""
 
 
 @dataclass(frozen=True)
@@ -57,17 +72,27 @@ def read_processings(run: RunDir) -> list[Processing]:
             (r["partition"], r["offset"]),
             None if r["session_id"] is None else (r["session_id"], r["key"], r["key_seq"]),
             r["effect"],
+            (r["consumer_session"], r["generation"]),
+            r["n"],
         )
         for r in rows
     ]
 
 
-def read_committed(run: RunDir) -> dict[int, int]:
+def read_commits(run: RunDir) -> list[Commit]:
+    """The successful commits, a row per partition."""
+    return [
+        Commit(r["partition"], r["offset"], (r["committed_ms"], r["consumer_session"], r["commit"]))
+        for r in _rows(run.commits_dir, COMMITS_SCHEMA)
+        if r["error"] is None
+    ]
+
+
+def committed_offsets(commits: Iterable[Commit]) -> dict[int, int]:
     """Partition -> the highest offset a successful commit set."""
     committed: dict[int, int] = {}
-    for r in _rows(run.commits_dir, COMMITS_SCHEMA):
-        if r["error"] is None:
-            committed[r["partition"]] = max(r["offset"], committed.get(r["partition"], -1))
+    for c in commits:
+        committed[c.partition] = max(c.offset, committed.get(c.partition, -1))
     return committed
 
 
@@ -95,9 +120,13 @@ def count_consumer_anomalies(
     records: Iterable[Record],
     processings: Iterable[Processing],
     effects: Iterable[SinkEffect],
-    committed: Mapping[int, int],
+    commits: Iterable[Commit],
 ) -> dict[str, int]:
     """Every consumer anomaly count (the names of :data:`eoslab.rundir.CONSUMER_ANOMALIES`)."""
+    records = list(records)
+    processings = list(processings)
+    commits = list(commits)
+    committed = committed_offsets(commits)
     processed: Counter[Record] = Counter()
     processed_messages: set[Identity] = set()
     for p in processings:
@@ -124,7 +153,36 @@ def count_consumer_anomalies(
         "effect_duplicate": sum(len(copies) - 1 for copies in of_message.values()),
         "effect_reorder": _effect_reorders(of_message),
         "effect_lost": len(processed_messages - of_message.keys()),
+        **_poll_anomalies(processings, {place for place, _ in records}),
+        "offset_regression": _offset_regressions(commits),
     }
+
+
+def _poll_anomalies(processings: Iterable[Processing], in_log: set[Place]) -> dict[str, int]:
+    """Per assignment epoch and partition, processings in processing order: jumps over records
+    of the log (one per jump), and steps back to or below the offset before."""
+    epochs: dict[tuple[str, int, int], list[tuple[int, int]]] = defaultdict(list)
+    for p in processings:
+        epochs[(*p.epoch, p.place[0])].append((p.n, p.place[1]))
+    skips = backs = 0
+    for (_, _, partition), polled in epochs.items():
+        offsets = [offset for _, offset in sorted(polled)]
+        for before, offset in pairwise(offsets):
+            backs += offset <= before
+            skips += any((partition, o) in in_log for o in range(before + 1, offset))
+    return {"poll_skip": skips, "nonmonotonic_poll": backs}
+
+
+def _offset_regressions(commits: Iterable[Commit]) -> int:
+    """Successful commits of a partition below the one before them, in commit order."""
+    by_partition: dict[int, list[Commit]] = defaultdict(list)
+    for c in commits:
+        by_partition[c.partition].append(c)
+    regressions = 0
+    for partition_commits in by_partition.values():
+        offsets = [c.offset for c in sorted(partition_commits, key=lambda c: c.order)]
+        regressions += sum(1 for before, now in pairwise(offsets) if now < before)
+    return regressions
 
 
 def _effect_reorders(of_message: Mapping[Identity, list[SinkEffect]]) -> int:

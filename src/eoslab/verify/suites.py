@@ -2,8 +2,11 @@
 
 The suites live in the repository as JSON files (``name``, ``version``, ``description``,
 ``asset``: the checker frame the suite validates, ``ledger`` or ``key_ledger`` (see
-:mod:`eoslab.verify.ledger`) or ``consumer_ledger`` (:mod:`eoslab.verify.consumer_ledger`: only
-runs with a consumer workload have it, and the consumer suites) or ``txn_ledger``
+:mod:`eoslab.verify.ledger`) or ``log`` (the whole ledger, the records that are not the run's
+included: the ``log_integrity`` suite) or ``consumer_ledger`` (:mod:`eoslab.verify.consumer_ledger`: only
+runs with a consumer workload have it, and the consumer suites), ``polls`` (what each consumer
+saw, :func:`eoslab.verify.consumer_ledger.build_polls`: the ``consumer_polls`` suite's) or
+``commits`` (the consumption ledger's commit rows, the ``committed_offsets`` suite's) or ``txn_ledger``
 (:mod:`eoslab.verify.txn_ledger`: only runs with transactional producers have it, and the
 ``transactions`` suite) or ``copy_ledger`` (:mod:`eoslab.verify.copy_ledger`: only runs with
 a copier stage have it, and the ``copy`` suite), and ``expectations``: GX expectation configurations whose
@@ -50,13 +53,33 @@ from eoslab.rundir import ExpectationOutcome, GxOutcome, SuiteOutcome
 from eoslab.settings import project_root
 from eoslab.verify.counting import count_rows
 
-SUITE_NAMES = ("exactly_once", "partition_order", "key_order")
-CONSUMER_SUITE_NAMES = ("consumer_exactly_once",)
+SUITE_NAMES = ("exactly_once", "partition_order", "key_order", "log_integrity")
+CONSUMER_SUITE_NAMES = ("consumer_exactly_once", "consumer_polls", "committed_offsets")
 TRANSACTION_SUITE_NAMES = ("transactions",)
 COPY_SUITE_NAMES = ("copy",)
-ASSETS = ("ledger", "key_ledger", "consumer_ledger", "txn_ledger", "copy_ledger")
-VALIDATION_ORDER = ("copy_ledger", "txn_ledger", "consumer_ledger", "key_ledger", "ledger")
-"""The order GX validates the assets in: whatever is built on another asset goes before it."""
+ASSETS = (
+    "log",
+    "ledger",
+    "key_ledger",
+    "consumer_ledger",
+    "polls",
+    "commits",
+    "txn_ledger",
+    "copy_ledger",
+)
+VALIDATION_ORDER = (
+    "commits",
+    "copy_ledger",
+    "txn_ledger",
+    "consumer_ledger",
+    "polls",
+    "key_ledger",
+    "ledger",
+    "log",
+)
+"""The order GX validates the assets in: whatever is built on another asset goes before it (the
+``log``, the whole ledger with the records that are not the run's, is what every other is built
+on)."""
 DATASOURCE = "eoslab"
 UNEXPECTED_ROWS = "unexpected_rows_expectation"
 

@@ -20,8 +20,15 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
 from eoslab.admin import topic_exists
-from eoslab.message import FIELD_INDEX, FIELDS, FORMAT_TAG, RECORD_FIELDS, SEPARATOR
-from eoslab.rundir import Isolation, RunDir, RunInfo
+from eoslab.message import (
+    CHECKSUM_DIGITS,
+    FIELD_COUNTS,
+    FIELD_INDEX,
+    FORMAT_TAG,
+    RECORD_FIELDS,
+    SEPARATOR,
+)
+from eoslab.rundir import CORRUPT, MISPLACED, Isolation, RunDir, RunInfo
 from eoslab.verify.spark_session import spark_path
 
 RECORD_COLUMNS = (*RECORD_FIELDS, "offset")
@@ -158,19 +165,36 @@ def _field(parts: Column, name: str) -> Column:
     return sf.try_element_at(parts, sf.lit(FIELD_INDEX[name] + 1))
 
 
+FOREIGN_FORMAT = "not a workload message"
+FOREIGN_RUN = "another run"
+
+
+def _checksum_fails(value: Column, checksum: Column) -> Column:
+    """Whether a version-2 value's checksum field is not the CRC-32 of the bytes before it
+    (:mod:`eoslab.message`): Spark's ``crc32`` on the value's own bytes, the field read as hex."""
+    before = sf.octet_length(value) - sf.octet_length(checksum) - sf.lit(len(SEPARATOR))
+    computed = sf.crc32(sf.substring(value, sf.lit(1), before))
+    stated = sf.conv(checksum, 16, 10).try_cast("bigint")
+    return (sf.length(checksum) != CHECKSUM_DIGITS) | ~sf.equal_null(computed, stated)
+
+
 def classify(raw: DataFrame, run_id: str) -> DataFrame:
     """Parse every raw Kafka row; ``reason`` is null for this run's records and says why any
-    other row is foreign: another format, another run, or a value naming another partition than
-    the one the record is in."""
+    other row is not one: foreign (another format, another run), or the run's but ``corrupt``
+    (a version-2 value that fails its checksum) or ``misplaced`` (a value naming another
+    partition than the one the record is in): the ``reason`` is then the anomaly's name
+    (:data:`eoslab.rundir.RUN_FLAWS`)."""
     parts = sf.split(sf.col("value").cast("string"), "\\" + SEPARATOR)
     parsed = raw.select(
         sf.col("partition").cast("int").alias("partition"),
         sf.col("offset"),
+        sf.col("value"),
         sf.col("value").cast("string").alias("text"),
         parts.alias("parts"),
     ).select(
         "partition",
         "offset",
+        "value",
         "text",
         sf.size("parts").alias("field_count"),
         _field(sf.col("parts"), "tag").alias("tag"),
@@ -181,20 +205,25 @@ def classify(raw: DataFrame, run_id: str) -> DataFrame:
         _field(sf.col("parts"), "seq").try_cast("bigint").alias("seq"),
         _field(sf.col("parts"), "key").alias("key"),
         _field(sf.col("parts"), "key_seq").try_cast("bigint").alias("key_seq"),
+        _field(sf.col("parts"), "checksum").alias("checksum"),
     )
+    fields = sf.lit(None).cast("int")
+    for tag, count in FIELD_COUNTS.items():
+        fields = sf.when(sf.col("tag") == tag, sf.lit(count)).otherwise(fields)
     well_formed = (
-        (sf.col("tag") == FORMAT_TAG)
-        & (sf.col("field_count") == len(FIELDS))
+        (sf.col("field_count") == fields)
         & sf.col("producer").isNotNull()
         & sf.col("value_partition").isNotNull()
         & sf.col("seq").isNotNull()
         & sf.col("key_seq").isNotNull()
     )
+    signed = sf.col("tag") == FORMAT_TAG
     reason = (
         sf.when(sf.col("text").isNull(), sf.lit("null value"))
-        .when(~sf.coalesce(well_formed, sf.lit(False)), sf.lit("not an eos1 message"))
-        .when(sf.col("run_id") != run_id, sf.lit("another run"))
-        .when(sf.col("value_partition") != sf.col("partition"), sf.lit("in another partition"))
+        .when(~sf.coalesce(well_formed, sf.lit(False)), sf.lit(FOREIGN_FORMAT))
+        .when(sf.col("run_id") != run_id, sf.lit(FOREIGN_RUN))
+        .when(signed & _checksum_fails(sf.col("value"), sf.col("checksum")), sf.lit(CORRUPT))
+        .when(sf.col("value_partition") != sf.col("partition"), sf.lit(MISPLACED))
     )
     return parsed.withColumn("reason", reason).select(
         *RECORD_COLUMNS,

@@ -18,6 +18,13 @@ librdkafka's auto-commit has committed past every record handed out);
 The nemesis arms the same points in a running session: SIGUSR1 (:data:`ARM_CRASH`) makes the
 next applied effect the crash point, SIGUSR2 (:data:`ARM_FREEZE`) the freeze point.
 
+It also arms a seek there, the application moving its own position (the negative controls of
+the poll checks): :data:`ARM_SEEK_BACK` seeks the record's partition back to its log start,
+:data:`ARM_SEEK_FORWARD` past the next :data:`SEEK_FORWARD_RECORDS` records (once the log
+holds them, bounded). The rest of that partition's records in the batch in hand are dropped
+(the next ``consume`` reads from the new position; other partitions' are processed), and the
+progress line lists where each seek went (``sought``).
+
 SIGTERM ends the session cleanly (finish the batch, commit, leave the group). It also ends
 after ``idle_exit_s`` without a record, and is terminated (SIGALRM) after ``max_runtime_s``
 whatever it is doing: a librdkafka call can wait long on a missing coordinator.
@@ -50,6 +57,11 @@ from eoslab.workload.sink.orders import command_of
 
 ARM_CRASH = signal.SIGUSR1
 ARM_FREEZE = signal.SIGUSR2
+ARM_SEEK_BACK = signal.SIGRTMIN
+ARM_SEEK_FORWARD = signal.SIGRTMAX
+SEEK_FORWARD_RECORDS = 10
+SEEK_WAIT_S = 5.0
+"""How long a forward seek waits for the log to hold the records it skips."""
 PROGRESS_INTERVAL_S = 0.2
 AUTO_COMMIT_WAIT_S = 10.0
 """How long the auto-commit crash point waits for librdkafka's commit of what it handed out."""
@@ -100,12 +112,19 @@ class ConsumerSession:
         self.committed: dict[int, int] = {}
         self.assignment: set[int] = set()
         self.member = NO_MEMBERSHIP
+        self.joined_generation = -1
+        """The first generation (KIP-848: member epoch) this session was a member in: the
+        rebalance that admitted it."""
         self.stopping = False
         self.fatal: str | None = None
         self.state = "running"
         self.crash_at = spec.crash_after_effects
         self.freeze_at = spec.freeze_after_effects
         """The applied-effect counts at which the session kills or stops itself."""
+        self.seek_at: tuple[int, int] | None = None
+        """(applied-effect count, ARM_SEEK_BACK or ARM_SEEK_FORWARD): where the session seeks."""
+        self.sought: list[dict[str, int]] = []
+        """The seeks it made: partition, from (the next offset it would have read), to."""
         self._last_progress = 0.0
         config: dict[str, object] = {
             **spec.config,
@@ -143,9 +162,13 @@ class ConsumerSession:
             for record in records:
                 partition, offset = where(record)
                 self.received[partition] = offset + 1
+            moved: int | None = None
             for record in records:
+                if where(record)[0] == moved:
+                    continue  # read again from where the seek put the partition
                 if self._process(record) is Effect.APPLIED:
                     self._halt_points()
+                    moved = self._seek_point(record) if moved is None else moved
                 if self.since_commit >= spec.commit_every:
                     self._commit(CommitTrigger.EVERY)
                 self._maybe_progress()
@@ -226,13 +249,41 @@ class ConsumerSession:
 
     # ---------------------------------------------------------------- halt points
     def arm(self, signum: int, _frame: object = None) -> None:
-        """ARM_CRASH / ARM_FREEZE: halt right after the next applied effect, before its commit."""
+        """ARM_CRASH / ARM_FREEZE: halt right after the next applied effect, before its commit;
+        ARM_SEEK_BACK / ARM_SEEK_FORWARD: seek there."""
         after_next = self.counts[Effect.APPLIED] + 1
         if signum == ARM_CRASH:
             self.crash_at = after_next
-        else:
+        elif signum == ARM_FREEZE:
             self.freeze_at = after_next
+        else:
+            self.seek_at = (after_next, signum)
         self.state = "armed"  # shown by the next progress line (no I/O in a signal handler)
+
+    def _seek_point(self, record: Message) -> int | None:
+        """At the armed seek point, seek the record's partition (back to its log start, or
+        forward past the next records) and return it; else None."""
+        if self.seek_at is None or self.counts[Effect.APPLIED] != self.seek_at[0]:
+            return None
+        direction = self.seek_at[1]
+        self.seek_at = None
+        partition, offset = where(record)
+        here = TopicPartition(self.spec.topic, partition)
+        low, high = self.consumer.get_watermark_offsets(here, timeout=SEEK_WAIT_S, cached=False)
+        if direction == ARM_SEEK_BACK:
+            target = low
+        else:
+            target = offset + 1 + SEEK_FORWARD_RECORDS
+            deadline = time.monotonic() + SEEK_WAIT_S
+            while high < target and time.monotonic() < deadline:
+                time.sleep(0.05)
+                _, high = self.consumer.get_watermark_offsets(here, SEEK_WAIT_S, cached=False)
+            target = min(target, high)
+        self.consumer.seek(TopicPartition(self.spec.topic, partition, target))
+        self.sought.append({"partition": partition, "from": offset + 1, "to": target})
+        self.state = "running"
+        self._progress(done=False)
+        return partition
 
     def _halt_points(self) -> None:
         applied = self.counts[Effect.APPLIED]
@@ -364,6 +415,8 @@ class ConsumerSession:
             # Under KIP-848 a member's epoch moves without a callback of its own (another
             # member's assignment changed): the line shows the membership of now.
             self.member = membership(self.consumer)
+        if self.joined_generation < 0 < self.member.generation:
+            self.joined_generation = self.member.generation
         line = {
             **{str(name): count for name, count in self.counts.items()},
             "processed": self.processed,
@@ -372,7 +425,9 @@ class ConsumerSession:
             "assignment": sorted(self.assignment),
             "member_id": self.member.member_id,
             "generation": self.member.generation,
+            "joined_generation": self.joined_generation,
             "state": self.state,
+            "sought": self.sought,
             "done": done,
             "fatal": self.fatal,
         }
@@ -395,7 +450,7 @@ def main(argv: list[str]) -> int:
     signal.alarm(math.ceil(spec.max_runtime_s))
     session = ConsumerSession(spec)
     signal.signal(signal.SIGTERM, session.stop)
-    for signum in (ARM_CRASH, ARM_FREEZE):
+    for signum in (ARM_CRASH, ARM_FREEZE, ARM_SEEK_BACK, ARM_SEEK_FORWARD):
         signal.signal(signum, session.arm)
     session.run()
     return 1 if session.fatal else 0

@@ -23,7 +23,13 @@ from eoslab.admin import committed_offsets
 from eoslab.clock import now_ms, wait_until
 from eoslab.run_context import RunContext
 from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo
-from eoslab.workload.consumer import ARM_CRASH, ARM_FREEZE, ConsumerSpec
+from eoslab.workload.consumer import (
+    ARM_CRASH,
+    ARM_FREEZE,
+    ARM_SEEK_BACK,
+    ARM_SEEK_FORWARD,
+    ConsumerSpec,
+)
 from eoslab.workload.consumer_spec import ConsumerLoop, ConsumerWorkloadSpec
 from eoslab.workload.consumption import seal_session
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
@@ -140,6 +146,24 @@ class ConsumerWorkload:
             session.process.signal(signal.SIGSTOP)
         return bool(frozen)
 
+    def seek_after_next_effect(
+        self, consumer: int, back: bool, timeout_s: float = ARM_TIMEOUT_S
+    ) -> dict[str, int] | None:
+        """Arm the running session's seek point: right after its next applied effect it seeks
+        that record's partition back to its log start (``back``) or forward past the next
+        records. Returns the seek (partition, from, to) once made; None if no effect came
+        within ``timeout_s``."""
+        session = self._running(consumer)
+        made = len(session.process.progress.get("sought") or [])
+        session.process.signal(ARM_SEEK_BACK if back else ARM_SEEK_FORWARD)
+        wait_until(
+            lambda: len(session.process.progress.get("sought") or []) > made,
+            timeout_s,
+            interval_s=0.05,
+        )
+        sought = session.process.progress.get("sought") or []
+        return dict(sought[-1]) if len(sought) > made else None
+
     def pause(self, consumer: int) -> None:
         """SIGSTOP: every thread stops, heartbeats too; sockets stay open."""
         self._running(consumer).process.signal(signal.SIGSTOP)
@@ -238,6 +262,14 @@ class ConsumerWorkload:
             if index != excluding and s.process.running
         ]
         return max(running, default=-1)
+
+    def joined_generation(self, consumer: int) -> int:
+        """The generation the consumer's current session was first a member in (the rebalance
+        that admitted it); -1 while it is in none."""
+        session = self._sessions.current(consumer)
+        if session is None:
+            return -1
+        return int(session.process.progress.get("joined_generation", -1) or -1)
 
     def total(self, name: str) -> int:
         """A progress counter summed over every session: processed, applied, duplicate,

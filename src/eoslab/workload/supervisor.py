@@ -37,6 +37,7 @@ from eoslab.workload.txn_ledger import (
     open_transaction,
     read_events,
     seal_transactions,
+    unsettled_transaction,
 )
 
 STOP_GRACE_S = 10.0
@@ -148,6 +149,16 @@ class Workload:
         """The session's transaction left open (begun, no commit or abort asked for), from its
         journal; None if there is none or the workload is not transactional."""
         return open_transaction(read_events(self.run_dir.txn_journal_file(session_id)))
+
+    def unsettled_transaction(self, producer: int) -> dict[str, Any] | None:
+        """The transaction the producer's current session has begun and not settled (open, or
+        its commit or abort under way: what its coordinator holds), from its journal; None if
+        there is none."""
+        session = self._sessions.current(producer)
+        if session is None or self.spec.transactions is None:
+            return None
+        events = read_events(self.run_dir.txn_journal_file(session.info.session_id))
+        return unsettled_transaction(events)
 
     def transaction_begun(self, session_id: str, txn: int) -> dict[str, Any] | None:
         """The session's transaction ``txn`` as it was begun (its journal's ``begin`` event:

@@ -16,7 +16,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoslab.clock import now_ms
-from eoslab.message import FORMAT_TAG, SEPARATOR, Message, decode, encode_value
+from eoslab.message import FORMAT_TAG, SEPARATOR, Message, decode, encode_value, signed
 from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir, RunInfo, SessionInfo
 
 PARTITIONS = 6
@@ -36,7 +36,7 @@ PRODUCER_SETTINGS = {
 
 
 def _value_prefix(run_id: str, session_id: str, partition: int) -> bytes:
-    """The constant head of every value of one partition: ``eos1|run|session|0|partition|``."""
+    """The constant head of every value of one partition: ``eos2|run|session|0|partition|``."""
     return SEPARATOR.join((FORMAT_TAG, run_id, session_id, "0", str(partition), "")).encode()
 
 
@@ -54,7 +54,7 @@ def _produce(bootstrap: str, topic: str, run_id: str, sessions: list[str], recor
     for index in range(records):
         partition, seq = index % PARTITIONS, index // PARTITIONS
         key = keys[partition][seq % KEYS_PER_PARTITION]
-        value = b"%s%d|%s|%d|" % (prefixes[partition], seq, key, seq // KEYS_PER_PARTITION)
+        value = signed(b"%s%d|%s|%d|" % (prefixes[partition], seq, key, seq // KEYS_PER_PARTITION))
         while True:
             try:
                 producer.produce(
@@ -111,8 +111,9 @@ def generate(
     topic = f"eos-{run_id}"
     sessions = [uuid.uuid4().hex for _ in range(PARTITIONS)]
     sample = Message(run_id, sessions[0], 0, 0, 0, "k0-0", 0)
-    assert decode(b"k0-0", _value_prefix(run_id, sessions[0], 0) + b"0|k0-0|0|") == sample
-    assert encode_value(sample) == _value_prefix(run_id, sessions[0], 0) + b"0|k0-0|0|"
+    value = signed(_value_prefix(run_id, sessions[0], 0) + b"0|k0-0|0|")
+    assert decode(b"k0-0", value) == sample
+    assert encode_value(sample) == value
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         future.result(timeout=60)

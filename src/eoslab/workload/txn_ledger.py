@@ -109,6 +109,20 @@ def open_transaction(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"txn": int(last["txn"]), "records": len(last["records"])}
 
 
+def unsettled_transaction(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The session's last transaction if it was begun and is not settled yet (open, or its
+    commit or abort asked for but not answered: a transaction the coordinator holds):
+    ``txn``, ``records``, ``ending``; else None."""
+    begins = [e for e in events if e["event"] == "begin"]
+    if not begins:
+        return None
+    last = int(begins[-1]["txn"])
+    if any(e["event"] == "settled" and e["txn"] == last for e in events):
+        return None
+    ending = any(e["event"] == "ending" and e["txn"] == last for e in events)
+    return {"txn": last, "records": len(begins[-1]["records"]), "ending": ending}
+
+
 def begun_records(events: list[dict[str, Any]]) -> int:
     """How many records the transactions a session began hold (from its journal's events)."""
     return sum(len(event["records"]) for event in events if event["event"] == "begin")

@@ -10,6 +10,7 @@ from eoslab.nemesis.steps.base import Step
 from eoslab.nemesis.steps.consumer_crash import ConsumerCrashStep
 from eoslab.nemesis.steps.consumer_join import ConsumerJoinStep
 from eoslab.nemesis.steps.consumer_pause import ConsumerPauseStep
+from eoslab.nemesis.steps.consumer_seek import ConsumerSeekStep
 from eoslab.nemesis.steps.delete_records import DeleteRecordsStep
 from eoslab.nemesis.steps.heal import HealStep
 from eoslab.nemesis.steps.kill import KillStep
@@ -38,6 +39,7 @@ AnyStep = Annotated[
     | ConsumerCrashStep
     | ConsumerPauseStep
     | ConsumerJoinStep
+    | ConsumerSeekStep
     | DeleteRecordsStep
     | NetworkPartitionStep
     | HealStep,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from eoslab.fault_events import FaultPhase
-from eoslab.rundir import LabTarget
+from eoslab.rundir import REPLICATION, LabTarget
 from eoslab.runtime.lab import ProcessState
 from eoslab.runtime.topology import KAFKA4_SERVICES, KAFKA_SERVICES, REFBROKER_SERVICE
 
@@ -118,6 +118,11 @@ class StepContext(Protocol):
 
     def observe(self, step: ResolvedStep, **observed: Any) -> None:
         """More of what the step saw, the judgement unchanged."""
+        ...
+
+    def claim(self, step: ResolvedStep, evidence: str) -> int | None:
+        """Claim an observation (a rebalance, say) as the step's own evidence: None, or the
+        index of the step that claimed it first (then it is that step's, not this one's)."""
         ...
 
     def broke(
@@ -381,6 +386,33 @@ def leader_now(ctx: StepContext, partition: int) -> str:
         return ctx.leader_of(partition)
     except Exception as error:
         return f"unknown: {error}"
+
+
+def judge_leadership(
+    ctx: StepContext, step: ResolvedStep, partition: int, memo: dict[str, Any], *seen: str
+) -> None:
+    """Judge a kill or pause of ``partition``'s leader by whether leadership moved: ``seen``
+    are the leaders looked up after the fault (at its end, after its repair), ``memo`` the
+    start's judgement (``took_effect``, ``evidence``) and ``leader_before``. A one-node target
+    (the reference broker), whose leadership has nowhere to go, is judged by the fault alone."""
+    before = memo["leader_before"]
+    if REPLICATION[ctx.context.lab_target] == 1:
+        ctx.judge(
+            step,
+            memo["took_effect"],
+            f"{memo['evidence']}; one node: leadership has nowhere to move",
+        )
+        return
+    moved = next((s for s in seen if s != before and not s.startswith("unknown")), None)
+    where = f"partition {partition}"
+    ctx.judge(
+        step,
+        memo["took_effect"] and moved is not None,
+        f"{memo['evidence']}; leadership of {where} moved from {before} to {moved}"
+        if moved is not None
+        else f"{memo['evidence']}; but {before} still led {where} after the fault "
+        f"(seen: {', '.join(seen)}): leadership never moved",
+    )
 
 
 def restarted(

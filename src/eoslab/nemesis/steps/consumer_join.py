@@ -1,10 +1,12 @@
 """One more consumer joins the group (a rebalance), and leaves it cleanly after `duration`
 (another): several of them make a rebalance storm.
 
-Evidence: the group rebalanced while it was there (a newer generation). A new consumer is a
-new process that takes a second or more to join on a busy machine: the step's end waits for
-the rebalance (at most :data:`JOIN_WAIT_S`) before the consumer leaves, so that a short
-``duration`` still means "joined, then left"."""
+Evidence: a rebalance of its own admitted the new consumer: it became a member in a generation
+newer than the group's when it started, and no other step's consumer was admitted in that same
+generation (two consumers let in by one rebalance are one rebalance, not two: a storm of N joins
+must make N). A new consumer is a new process that takes a second or more to join on a busy
+machine: the step's end waits for its admission (at most :data:`JOIN_WAIT_S`) before the
+consumer leaves, so that a short ``duration`` still means "joined, then left"."""
 
 from __future__ import annotations
 
@@ -42,16 +44,31 @@ class ConsumerJoinStep(EndingStep):
         memo = ctx.memo(step)
         who = f"consumer-{memo['consumer']}"
         consumers = ctx.consumers()
-        wait_until(lambda: consumers.generation() > memo["generation"], JOIN_WAIT_S, 0.1)
+        before = memo["generation"]
+        wait_until(lambda: consumers.joined_generation(memo["consumer"]) > before, JOIN_WAIT_S, 0.1)
+        admitted = consumers.joined_generation(memo["consumer"])
         generation = consumers.generation()
         ctx.repair(step)
-        rebalanced = generation > memo["generation"]
-        ctx.judge(
-            step,
-            rebalanced,
-            f"{who} joined: generation {memo['generation']} -> {generation}"
-            if rebalanced
-            else f"{who} came and went without a rebalance (generation {generation})",
-            generation_after=generation,
+        shared = (
+            ctx.claim(step, f"rebalance to generation {admitted}") if admitted > before else None
         )
+        if admitted <= before:
+            took_effect, evidence = (
+                False,
+                (
+                    f"{who} came and went without being admitted by a rebalance (the group in "
+                    f"generation {generation})"
+                ),
+            )
+        elif shared is not None:
+            took_effect, evidence = (
+                False,
+                (
+                    f"{who} was admitted in generation {admitted} by the rebalance that admitted "
+                    f"step {shared}'s consumer: no rebalance of its own"
+                ),
+            )
+        else:
+            took_effect, evidence = True, f"{who} joined: generation {before} -> {admitted}"
+        ctx.judge(step, took_effect, evidence, generation_after=generation, admitted_in=admitted)
         ctx.log(step, FaultPhase.END, target=who, left=True, generation=generation)

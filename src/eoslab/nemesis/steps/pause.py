@@ -2,7 +2,9 @@
 sockets open (a GC pause, a stalled VM), long enough to be taken for dead — or, for the
 followers, a leader left acknowledging alone.
 
-Evidence: each process was stopped by the signal, and for how long."""
+Evidence: each process was stopped by the signal, and for how long; for the leader, that
+leadership of the partition moved while it was frozen (a zombie broker: the reference broker is
+one node, where it cannot)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from eoslab.nemesis.steps.base import (
     ResolvedStep,
     ServiceStep,
     StepContext,
+    judge_leadership,
     leader_now,
 )
 from eoslab.runtime.lab import ProcessState
@@ -41,16 +44,28 @@ class PauseStep(ServiceStep, EndingStep):
             for service in services:
                 ctx.runtime.resume(service)
 
-        ctx.broke(step, f"resume {', '.join(services)}", resume, paused_at=time.monotonic())
         stopped = ", ".join(f"pid {pid}" for pid in pids.values())
         evidence = "; ".join(running) if running else f"{stopped} stopped (SIGSTOP)"
-        ctx.judge(step, bool(services) and not running, evidence or "no service", pids=pids)
+        took_effect = bool(services) and not running
+        ctx.broke(
+            step,
+            f"resume {', '.join(services)}",
+            resume,
+            paused_at=time.monotonic(),
+            took_effect=took_effect,
+            evidence=evidence,
+            leader_before=services[0] if services else None,
+        )
+        ctx.judge(step, took_effect, evidence or "no service", pids=pids)
         ctx.log(step, FaultPhase.START, target=",".join(services), signal="SIGSTOP", pids=pids)
 
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:
         services = ctx.services(step)
-        paused_s = round(time.monotonic() - ctx.memo(step)["paused_at"], 3)
+        memo = dict(ctx.memo(step))
+        paused_s = round(time.monotonic() - memo["paused_at"], 3)
         leader = {"leader_after": leader_now(ctx, self.partition)} if self.target == LEADER else {}
+        if self.target == LEADER:
+            judge_leadership(ctx, step, self.partition, memo, leader["leader_after"])
         ctx.repair(step)
         states = {s: str(ctx.runtime.observe(s).state) for s in services}
         ctx.observe(step, paused_s=paused_s, state_after=states, **leader)

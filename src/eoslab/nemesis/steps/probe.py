@@ -1,7 +1,9 @@
 """A crafted Produce exchange from the protocol-level client (eoslab.probe), played on the run's
 topic as a producer session of its own.
 
-Evidence: the broker answered the probe's requests (the answers, errors included)."""
+Evidence: the broker gave the answer the probe's flow exists to provoke (:data:`eoslab.probe.
+scenarios.PROVOKES`: inflight-6's refused retry, seq-jump's refused jump); answers, errors
+included, that are not it show a broker the probe never put to the test."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Literal
 
 from eoslab.fault_events import FaultPhase
 from eoslab.nemesis.steps.base import PartitionStep, ResolvedStep, StepContext
-from eoslab.probe.scenarios import SCENARIO_PROBES, ProbeName
+from eoslab.probe.scenarios import PROVOKES, SCENARIO_PROBES, ProbeName
 
 
 class ProbeStep(PartitionStep):
@@ -32,5 +34,8 @@ class ProbeStep(PartitionStep):
         line = f"{self.probe}: {len(answers)} Produce answer(s)" + (
             f", errors {', '.join(errors)}" if errors else ""
         )
-        ctx.judge(step, bool(answers), line if answers else f"{self.probe}: no answer", **outcome)
+        provokes = PROVOKES[self.probe]
+        provoked = provokes.met(answers)
+        line += f"; {provokes.what}" if provoked else f"; never provoked: {provokes.what}"
+        ctx.judge(step, provoked, line, **outcome)
         ctx.log(step, FaultPhase.END, target=where, probe=self.probe, outcome=outcome)

@@ -2,9 +2,11 @@
 unset.
 
 Evidence: the session that was running was killed, and how many of its records were in
-flight (settled as indeterminate). A transactional session must have been killed inside a
-transaction (begun, its commit or abort not yet asked for: what the crash leaves for the
-coordinator to abort); killed between two, the step did not take effect."""
+flight (settled as indeterminate). An idempotent session must have been killed with records in
+flight (what a crash leaves uncertain); killed with none, it was a clean stop in all but name.
+A transactional session must have been killed inside a transaction (begun, its commit or abort
+not yet asked for: what the crash leaves for the coordinator to abort); killed between two,
+the step did not take effect."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ class ProducerCrashStep(ProducerStep, RestartingStep):
         crashed, in_flight = workload.crash(self.producer)
         killed = f"session {crashed.session_id[:8]} killed (SIGKILL) with {in_flight} record(s) in flight"
         observed: dict[str, object] = {"session_id": crashed.session_id, "in_flight": in_flight}
-        took_effect = True
+        took_effect = in_flight > 0
+        if not workload.transactional and not in_flight:
+            killed += ": nothing in flight for the crash to leave uncertain"
         if workload.transactional:
             left_open = workload.open_transaction(crashed.session_id)
             observed["open_txn"] = left_open

@@ -101,7 +101,12 @@ class ProduceHandler(ApiHandler):
                     if is_internal(topic)
                     else partition_log.append(bytes(part.records), now_ms(), verify)
                 )
-        broker.counters.count_append(result.error, result.duplicate)
+        broker.counters.count_append(
+            result.error,
+            result.duplicate,
+            rules=result.judged_by,
+            cache_differs=result.cache_differs,
+        )
         return result
 
     @staticmethod

@@ -4,7 +4,8 @@
 # waiting — producers at their rate, faults at their durations, session timeouts — so two labs
 # side by side on two cores overlap their waits; memory allows it (about 9 GB a half at its
 # peak, 24 GB here). The first half holds the tests of the lab's Kafka 4 (only its lab starts
-# Kafka 4) and the catalogue's cells; the second everything else. Each half's lines are prefixed
+# Kafka 4) and the catalogue's cells; the second everything else (the compose lab's test
+# among it: it runs a lab of its own). Each half's lines are prefixed
 # with its letter; both summaries are printed again at the end. With arguments (PYTEST_ARGS),
 # one session runs them, as plain pytest would.
 set -uo pipefail
@@ -19,7 +20,6 @@ HALF_A=(
   tests/scenarios/test_txn_runs.py
   tests/probe/test_three_way_diff.py
   tests/runtime/test_kafka4.py
-  tests/runtime/test_compose_lab.py
   tests/soak/test_kafka_cycles.py
   tests/refbroker/test_txn_java_client_4.py
   tests/workload/test_kafka4_consumers.py

@@ -18,7 +18,7 @@ from eoslab.rundir import RunDir, Verdict, group_protocol_of, handler_mode
 from eoslab.runtime import get_runtime
 from eoslab.runtime.health import port_open
 from eoslab.runtime.status import cluster_view
-from eoslab.runtime.topology import SPARK_CONNECT_SERVICE, LabConfig
+from eoslab.runtime.topology import SPARK_CONNECT_SERVICE, LabConfig, running_lab_config
 from eoslab.scenarios.catalogue import find_scenario, parse_scenario
 from eoslab.scenarios.executor import execute
 from eoslab.scenarios.schema import Scenario
@@ -37,7 +37,8 @@ class CheckerOutputError(RuntimeError):
 
 
 def lab_config() -> LabConfig:
-    return LabConfig()
+    """The running lab, as it was brought up (a DAG's probe diffs play on its targets only)."""
+    return running_lab_config()
 
 
 def check_lab(target: str) -> dict[str, Any]:

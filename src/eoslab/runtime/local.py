@@ -45,7 +45,7 @@ from eoslab.runtime.topology import (
     Kind,
     LabConfig,
     Service,
-    recorded_targets,
+    running_lab_config,
 )
 from eoslab.runtime.zookeeper import registered_brokers
 from eoslab.settings import TARGETS, BasePort, kafka4_lib, kafka_lib
@@ -73,12 +73,7 @@ class LocalRuntime:
     name = "local"
 
     def __init__(self, config: LabConfig | None = None) -> None:
-        if config is None:
-            config = LabConfig()
-            recorded = recorded_targets(config.state_dir)
-            if recorded is not None:  # a running lab: as it was brought up
-                config = replace(config, targets=recorded)
-        self.config = config
+        self.config = running_lab_config() if config is None else config
         self.state_file = self.config.state_dir / STATE_FILE
 
     # ---------------------------------------------------------------- state file

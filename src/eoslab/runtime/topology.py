@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -341,3 +341,11 @@ class LabConfig:
             for s in self.services()
             if "advertised" in s.ports
         ]
+
+
+def running_lab_config() -> LabConfig:
+    """The lab of this environment's state folder, with the targets it was brought up with
+    when one runs there (else :func:`default_targets`)."""
+    config = LabConfig()
+    recorded = recorded_targets(config.state_dir)
+    return config if recorded is None else replace(config, targets=recorded)

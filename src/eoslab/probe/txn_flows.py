@@ -244,7 +244,39 @@ TXN_TIMEOUT = TxnFlow(
     ),
 )
 
+TXN_LATE_WRITE = TxnFlow(
+    "txn-late-write",
+    "001",
+    "KAFKA-12671, the hanging transaction KIP-890 exists for: a transactional Produce that the "
+    "network delayed past its transaction's abort arrives after the abort marker, at the same "
+    "epoch (the probe sends it then; a client that timed the request out bumps its epoch, "
+    "so none of the three replays it). A leader that does not ask the coordinator (Kafka "
+    "before 3.6, or 3.9 with transaction.partition.verification.enable=false) writes it: an "
+    "open transaction no coordinator knows, the last stable offset held past the "
+    "transaction's timeout, read_committed readers stalled. A leader that asks (KIP-890 part "
+    "1, the default since 3.6) refuses it",
+    (
+        Init("p", timeout_ms=2_000),
+        Add("p"),
+        End("p", commit=False),
+        Produce("p"),
+        Sleep(4_500),
+        ListOffsets(committed=True),
+        ListOffsets(committed=False),
+        Describe("p"),
+    ),
+)
+
 TXN_FLOWS: dict[str, TxnFlow] = {
     flow.name: flow
-    for flow in (TXN_COMMIT, TXN_ABORT, TXN_FENCE, TXN_LSO, TXN_UNADDED, TXN_OFFSETS, TXN_TIMEOUT)
+    for flow in (
+        TXN_COMMIT,
+        TXN_ABORT,
+        TXN_FENCE,
+        TXN_LSO,
+        TXN_UNADDED,
+        TXN_OFFSETS,
+        TXN_TIMEOUT,
+        TXN_LATE_WRITE,
+    )
 }

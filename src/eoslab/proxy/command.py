@@ -187,3 +187,7 @@ def _call(action: Callable[[], T]) -> T:
 
 def _print_json(value: object) -> None:
     typer.echo(json.dumps(value, indent=2))
+
+
+if __name__ == "__main__":  # `python -m eoslab.proxy.command front ...`: an external run's proxy
+    app()

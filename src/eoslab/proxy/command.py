@@ -12,6 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from eoslab.console import USAGE_ERROR, fail
 from eoslab.control.fault_log import FaultLog
 from eoslab.control.http import ControlError, stop_on_signals
 from eoslab.proxy.bootstrap_check import BootstrapError, check_bootstrap
@@ -87,12 +88,11 @@ def front_cluster(
         servers = [HostPort.parse(text) for text in bootstrap.split(",")]
         control_address = HostPort.parse(control)
     except ValueError as error:
-        raise typer.BadParameter(str(error)) from None
+        raise fail(f"--bootstrap/--control: {error}", code=USAGE_ERROR) from None
     try:
         check_bootstrap(servers)
     except BootstrapError as error:
-        print(f"chaos front: bootstrap {error}", file=sys.stderr)
-        raise typer.Exit(1) from None
+        raise fail(f"bootstrap {error}") from None
     routes = [
         Route(bootstrap_route(index), HostPort(HOST, 0), server)
         for index, server in enumerate(servers, start=1)

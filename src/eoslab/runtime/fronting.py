@@ -49,7 +49,11 @@ class FrontingProxy:
         if not line.startswith("ready") or {"control", "bootstrap"} - set(fields):
             _stop(process)
             said = [text for text in log.read_text().splitlines() if text.strip()]
-            raise FrontingError(said[-1] if said else f"the fronting proxy did not start: {line}")
+            raise FrontingError(
+                said[-1].removeprefix("error: ")
+                if said
+                else f"the fronting proxy did not start: {line}"
+            )
         return cls(process, fields["control"], fields["bootstrap"])
 
     def stop(self) -> None:

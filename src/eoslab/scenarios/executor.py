@@ -18,6 +18,7 @@ invalid.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -340,7 +341,8 @@ def start(
 
 def _front(run_plan: RunPlan, run_dir: RunDir) -> FrontingProxy | None:
     """The fronting proxy of an external run with proxy faults (None for any other run);
-    RunError with its one line when the cluster cannot be fronted."""
+    RunError with its one line when the cluster cannot be fronted (the run directory, with
+    nothing in it but that line, is removed)."""
     if not run_plan.fronted or run_plan.bootstrap is None:
         return None
     try:
@@ -351,7 +353,8 @@ def _front(run_plan: RunPlan, run_dir: RunDir) -> FrontingProxy | None:
             run_plan.seed,
         )
     except FrontingError as error:
-        raise RunError(f"the proxy in front of {run_plan.bootstrap}: {error}") from None
+        shutil.rmtree(run_dir.path, ignore_errors=True)
+        raise RunError(str(error)) from None
 
 
 def _start(

@@ -30,7 +30,7 @@ TOPICS = 20000
 PIECE = 64 * 1024
 
 
-def metadata(correlation_id: int, broker: HostPort) -> bytes:
+def metadata(correlation_id: int, broker: HostPort, topics: int) -> bytes:
     topic = MetadataResponseTopic(
         **blank_values(MetadataResponseTopic, ErrorCode.none) | {"partitions": ()}
     )
@@ -44,7 +44,7 @@ def metadata(correlation_id: int, broker: HostPort) -> bytes:
                 for node in (1, 2)
             ),
             "topics": tuple(
-                dataclasses.replace(topic, name=TopicName(f"topic-{n:05}")) for n in range(TOPICS)
+                dataclasses.replace(topic, name=TopicName(f"topic-{n:05}")) for n in range(topics)
             ),
         }
     )
@@ -63,51 +63,101 @@ async def ask(address: HostPort, correlation_id: int) -> MetadataResponse:
     return answer
 
 
-async def front_a_broker() -> tuple[list[MetadataResponse], dict[str, object], int]:
-    accepted = 0
+class StandInBroker:
+    """Answers every request with a Metadata response naming nodes 1 and 2 at ``advertised``
+    (its own address until told otherwise), sent in pieces; counts its connections."""
 
-    async def broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal accepted
-        accepted += 1
+    def __init__(self, topics: int) -> None:
+        self.topics = topics
+        self.accepted = 0
+        self.advertised: HostPort | None = None
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> HostPort:
+        self._server = await asyncio.start_server(self._serve, HOST, 0)
+        return HostPort(*self._server.sockets[0].getsockname()[:2])
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
         own = HostPort(*writer.get_extra_info("sockname")[:2])
         while prefix := await reader.read(SIZE_PREFIX.size):
             (size,) = SIZE_PREFIX.unpack(prefix)
             header = read_request_header(prefix + await reader.readexactly(size))
-            answer = metadata(header.correlation_id, own)
-            assert len(answer) > 2 * STREAMED_FRAME_SIZE
+            answer = metadata(header.correlation_id, self.advertised or own, self.topics)
             for start in range(0, len(answer), PIECE):
                 writer.write(answer[start : start + PIECE])
                 await writer.drain()
                 await asyncio.sleep(0.001)
         writer.close()
 
-    server = await asyncio.start_server(broker, HOST, 0)
-    upstream = HostPort(*server.sockets[0].getsockname()[:2])
+
+async def fronted(*brokers: StandInBroker) -> tuple[ChaosProxy, list[HostPort]]:
+    """A fronting proxy whose bootstrap is the first stand-in; every stand-in's address."""
+    addresses = [await broker.start() for broker in brokers]
     proxy = ChaosProxy(
-        [Route("bootstrap-1", HostPort(HOST, 0), upstream)], 0, FaultLog(None), front=True
+        [Route("bootstrap-1", HostPort(HOST, 0), addresses[0])], 0, FaultLog(None), front=True
     )
     await proxy.start()
+    return proxy, addresses
+
+
+def routes(answer: MetadataResponse) -> dict[int, HostPort]:
+    return {int(broker.node_id): HostPort(broker.host, broker.port) for broker in answer.brokers}
+
+
+async def front_a_large_answer() -> tuple[list[MetadataResponse], dict[str, object], int]:
+    broker = StandInBroker(TOPICS)
+    proxy, _ = await fronted(broker)
     try:
         first = await ask(proxy.listen_address("bootstrap-1"), 1)
-        brokers = {
-            int(broker.node_id): HostPort(broker.host, broker.port) for broker in first.brokers
-        }
-        second = await ask(brokers[2], 2)  # the route is up: the answer came after it
+        second = await ask(routes(first)[2], 2)  # the route is up: the answer came after it
         assert proxy.fronting is not None
-        return [first, second], proxy.fronting.snapshot(), accepted
+        return [first, second], proxy.fronting.snapshot(), broker.accepted
     finally:
         await proxy.stop()
-        server.close()
-        await server.wait_closed()
+        await broker.stop()
 
 
 def test_a_large_answer_is_rewritten_whole_and_its_routes_are_open() -> None:
-    (first, second), tally, accepted = asyncio.run(front_a_broker())
+    (first, second), tally, accepted = asyncio.run(front_a_large_answer())
+    assert len(metadata(0, HostPort(HOST, 1), TOPICS)) > 2 * STREAMED_FRAME_SIZE
     assert len(first.topics) == TOPICS
-    routes = tally["handed_out"]
-    assert isinstance(routes, dict)
-    assert set(routes) == {"broker-1", "broker-2"}
+    handed_out = tally["handed_out"]
+    assert isinstance(handed_out, dict)
+    assert set(handed_out) == {"broker-1", "broker-2"}
     for answer in (first, second):
-        assert {str(HostPort(b.host, b.port)) for b in answer.brokers} == set(routes.values())
+        assert {str(address) for address in routes(answer).values()} == set(handed_out.values())
     assert tally["rewritten"] == {"Metadata": 2}
     assert accepted == 2  # the bootstrap's connection and broker-2's
+
+
+async def follow_a_move() -> tuple[list[HostPort], list[int], dict[str, object]]:
+    old, new = StandInBroker(1), StandInBroker(1)
+    proxy, (_, new_address) = await fronted(old, new)
+    try:
+        before = routes(await ask(proxy.listen_address("bootstrap-1"), 1))[1]
+        await ask(before, 2)
+        old.advertised = new_address  # node 1 now advertises another address
+        after = routes(await ask(proxy.listen_address("bootstrap-1"), 3))[1]
+        await ask(after, 4)
+        assert proxy.fronting is not None
+        return [before, after, new_address], [old.accepted, new.accepted], proxy.fronting.snapshot()
+    finally:
+        await proxy.stop()
+        await old.stop()
+        await new.stop()
+
+
+def test_a_broker_that_moves_keeps_its_route_which_follows_it() -> None:
+    """Node 1's route stays where clients know it; new connections go where it moved."""
+    (before, after, moved_to), accepted, tally = asyncio.run(follow_a_move())
+    assert before == after
+    assert accepted == [3, 1]  # the bootstrap's two and the route's first connection; its last
+    upstreams = tally["upstreams"]
+    assert isinstance(upstreams, dict)
+    assert upstreams["broker-1"] == str(moved_to)

@@ -55,7 +55,8 @@ class Fronting:
         self.handed_out: dict[str, str] = {}
         """Route -> the address clients were given for it (its listener)."""
         self.upstreams: dict[str, str] = {}
-        """Route -> the address its broker advertised (what it forwards to)."""
+        """Route -> the address its broker advertises, as last named (what it forwards new
+        connections to)."""
         self.unencodable: Counter[str] = Counter()
         self.controllers = 0
 
@@ -86,7 +87,7 @@ class Fronting:
         route = broker_route(endpoint.node_id)
         listen = await self._open_route(route, endpoint.address)
         self.handed_out[route] = str(listen)
-        self.upstreams.setdefault(route, str(endpoint.address))
+        self.upstreams[route] = str(endpoint.address)
         return listen
 
     def snapshot(self) -> dict[str, object]:

@@ -80,7 +80,8 @@ class ChaosProxy:
 
     async def open_route(self, name: str, upstream: HostPort) -> HostPort:
         """The listen address of route ``name``; a new route listens on a free local port and
-        forwards to ``upstream`` (a broker the fronted cluster names for the first time)."""
+        forwards to ``upstream`` (a broker the fronted cluster names for the first time), a
+        route whose broker moved forwards its new connections to where it is now."""
         async with self._opening:
             if name not in self._servers:
                 route = Route(name, HostPort(HOST, 0), upstream)
@@ -89,6 +90,9 @@ class ChaosProxy:
                 self.counters.add_route(name)
                 self.late.add_upstream(name, upstream)
                 self._servers[name] = await self._listen(route)
+            elif self.routes[name].upstream != upstream:
+                self.routes[name] = Route(name, self.routes[name].listen, upstream)
+                self.late.add_upstream(name, upstream)
         return self.listen_address(name)
 
     def listen_address(self, route: str) -> HostPort:
@@ -125,7 +129,7 @@ class ChaosProxy:
             assert task is not None
             self._handlers.add(task)
             try:
-                await self._serve(route, reader, writer)
+                await self._serve(self.routes[route.name], reader, writer)
             finally:
                 self._handlers.discard(task)
 

@@ -73,3 +73,35 @@ def test_a_reference_broker_whose_port_is_taken_says_so_in_one_line(tmp_path: Pa
         f"reference broker: error while attempting to bind on address ('127.0.0.1', {port}): "
         "address already in use"
     ]
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "why"),
+    [
+        ("127.0.0.1:{closed}", "unreachable (Connection refused)"),
+        ("127.0.0.1:{silent}", "not Kafka or not plaintext: timed out"),
+    ],
+)
+def test_a_bootstrap_the_fronting_proxy_cannot_front_is_one_line(bootstrap: str, why: str) -> None:
+    """Nobody listening; a listener that never answers a Kafka request (as an HTTP server)."""
+    with socket.socket() as closed, socket.socket() as silent:
+        closed.bind(("127.0.0.1", 0))
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        ports = {"closed": closed.getsockname()[1], "silent": silent.getsockname()[1]}
+        address = bootstrap.format(**ports)
+        done = subprocess.run(
+            [*EOSLAB, "chaos", "front", "--bootstrap", address],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [f"error: bootstrap {address}: {why}"]
+
+
+def test_a_malformed_bootstrap_is_refused() -> None:
+    assert refusal("chaos", "front", "--bootstrap", "nohost") == (
+        "error: --bootstrap/--control: expected HOST:PORT, got 'nohost'"
+    )

@@ -419,6 +419,11 @@ class RunInfo(BaseModel):
     """What went wrong carrying out the run (a step that failed, a heal that failed, a
     timeout); a run with problems is invalid."""
 
+    fronting: dict[str, Any] | None = None
+    """An external run with proxy faults: the bootstrap of the proxy the run put in front of
+    the cluster (``bootstrap``) and its counters when the run ended (``routes``: connections
+    and frames per route; ``fronting``: the answers it rewrote, the addresses it handed out);
+    None: the clients reached the cluster as it is."""
     broker_errors: dict[str, int] = Field(default_factory=dict)
     """Produce answers the reference broker gave with an error during the run, by name (its
     counters; empty on Kafka): errors a client retried past leave no trace in the history."""

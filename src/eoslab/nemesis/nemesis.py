@@ -42,6 +42,7 @@ from eoslab.nemesis.steps.base import (
 from eoslab.probe.runner import ProbeError
 from eoslab.probe.txn_runner import transaction_coordinator_id
 from eoslab.proxy.control_client import ProxyControl
+from eoslab.proxy.fronting import broker_route
 from eoslab.refbroker.control_client import RefbrokerControl
 from eoslab.run_context import RunContext
 from eoslab.runtime.lab import ProcessFaults
@@ -184,7 +185,7 @@ class Nemesis:
             CONTROLLER,
             FOLLOWERS,
         ):
-            return known
+            return self._named(known)
         if step.target is None:
             raise NemesisError(f"step {step.index} ({step.kind}) has no target")
         (service,) = self.resolve_target(step.target, getattr(step.step, "partition", 0))
@@ -218,14 +219,31 @@ class Nemesis:
         if name == CONTROLLER:
             return [self.controller()]
         if name != FOLLOWERS:
-            return [name]
+            return [self._named(name)]
         if self.context.lab_target == "refbroker":
             raise NemesisError("the reference broker is one node: a partition has no followers")
         try:
             found = find_leader(self.context.bootstrap, self.context.topic, partition)
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
-        return [broker_service(self.context.lab_target, f) for f in found.followers]
+        return [self._broker(f) for f in found.followers]
+
+    def _broker(self, broker_id: int) -> str:
+        """The service of the broker with this id; on an external cluster, the fronting
+        proxy's route to it (a proxy fault is all a step can do there)."""
+        if self.context.target == "external":
+            return broker_route(broker_id)
+        return broker_service(self.context.lab_target, broker_id)
+
+    def _named(self, service: str) -> str:
+        """A service a step names as itself; on an external cluster a broker's (``kafka-2``)
+        is the fronting proxy's route to the broker with that id."""
+        if self.context.target != "external":
+            return service
+        prefix, _, broker_id = service.rpartition("-")
+        if prefix in ("kafka", "kafka4") and broker_id.isdigit():
+            return broker_route(int(broker_id))
+        return service
 
     def _known_service(self, step: ResolvedStep) -> str | None:
         with self._lock:
@@ -237,7 +255,7 @@ class Nemesis:
             return REFBROKER_SERVICE
         try:
             found = leader_of(self.context.bootstrap, self.context.topic, partition)
-            return broker_service(self.context.lab_target, found)
+            return self._broker(found)
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
 
@@ -247,9 +265,7 @@ class Nemesis:
             return REFBROKER_SERVICE
         try:
             group = self.consumers().group
-            return broker_service(
-                self.context.lab_target, group_coordinator(self.context.bootstrap, group)
-            )
+            return self._broker(group_coordinator(self.context.bootstrap, group))
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
 
@@ -265,7 +281,7 @@ class Nemesis:
             found = transaction_coordinator_id(self.context.bootstrap, ids[0])
         except ProbeError as error:
             raise NemesisError(str(error)) from error
-        return broker_service(self.context.lab_target, found)
+        return self._broker(found)
 
     def controller(self) -> str:
         """The service that is the target's active controller now."""
@@ -277,7 +293,7 @@ class Nemesis:
             )
         except LeaderLookupError as error:
             raise NemesisError(str(error)) from error
-        return broker_service(self.context.lab_target, found)
+        return self._broker(found)
 
     def broke(
         self, step: ResolvedStep, repair: str, undo: Callable[[], object], **memo: Any

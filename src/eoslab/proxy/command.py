@@ -12,10 +12,13 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from eoslab.console import USAGE_ERROR, fail
 from eoslab.control.fault_log import FaultLog
 from eoslab.control.http import ControlError, stop_on_signals
+from eoslab.proxy.bootstrap_check import BootstrapError, check_bootstrap
 from eoslab.proxy.control_api import control_api
 from eoslab.proxy.control_client import ProxyControl
+from eoslab.proxy.fronting import bootstrap_route
 from eoslab.proxy.server import ChaosProxy, Route
 from eoslab.settings import HOST, BasePort, HostPort
 
@@ -59,15 +62,68 @@ def run_proxy(
         raise typer.Exit(1) from None
 
 
-async def _serve(routes: list[Route], control: HostPort, log_path: Path | None, seed: int) -> None:
+@app.command("front")
+def front_cluster(
+    bootstrap: Annotated[
+        str,
+        typer.Option(
+            help="HOST:PORT[,HOST:PORT...] of a Kafka cluster's PLAINTEXT listener "
+            "(TLS and SASL are out of scope)."
+        ),
+    ],
+    control: Annotated[
+        str, typer.Option(help="HOST:PORT of the JSON control API (port 0: a free one).")
+    ] = f"{HOST}:0",
+    fault_log: Annotated[
+        Path | None, typer.Option(help="Append every injected fault to this JSONL file.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the faults' random generators.")] = 0,
+) -> None:
+    """Front a Kafka cluster the lab does not run: every broker address it hands out
+    (Metadata, FindCoordinator, DescribeCluster) is rewritten to a route of the proxy's
+    (broker-<node id>, a free local port), so every client connection crosses the proxy and
+    takes its faults. Prints "ready control=URL bootstrap=HOST:PORT,...": give clients that
+    bootstrap. Plaintext only: TLS and SASL listeners are refused (out of scope)."""
+    try:
+        servers = [HostPort.parse(text) for text in bootstrap.split(",")]
+        control_address = HostPort.parse(control)
+    except ValueError as error:
+        raise fail(f"--bootstrap/--control: {error}", code=USAGE_ERROR) from None
+    try:
+        check_bootstrap(servers)
+    except BootstrapError as error:
+        raise fail(f"bootstrap {error}") from None
+    routes = [
+        Route(bootstrap_route(index), HostPort(HOST, 0), server)
+        for index, server in enumerate(servers, start=1)
+    ]
+    try:
+        asyncio.run(_serve(routes, control_address, fault_log, seed, front=True))
+    except OSError as error:
+        print(f"chaos front: {error.strerror or error}", file=sys.stderr)
+        raise typer.Exit(1) from None
+
+
+async def _serve(
+    routes: list[Route],
+    control: HostPort,
+    log_path: Path | None,
+    seed: int,
+    *,
+    front: bool = False,
+) -> None:
     fault_log = FaultLog(log_path)
-    proxy = ChaosProxy(routes, seed, fault_log)
+    proxy = ChaosProxy(routes, seed, fault_log, front=front)
     api = control_api(proxy)
     stopping = stop_on_signals()
     try:
         await proxy.start()
         await api.start(control.host, control.port)
-        listeners = " ".join(f"{name}={proxy.listen_address(name)}" for name in proxy.routes)
+        if front:
+            local = ",".join(str(proxy.listen_address(route.name)) for route in routes)
+            listeners = f"bootstrap={local}"
+        else:
+            listeners = " ".join(f"{name}={proxy.listen_address(name)}" for name in proxy.routes)
         print(f"ready control={api.url} {listeners}", flush=True)
         await stopping.wait()
     finally:
@@ -131,3 +187,7 @@ def _call(action: Callable[[], T]) -> T:
 
 def _print_json(value: object) -> None:
     typer.echo(json.dumps(value, indent=2))
+
+
+if __name__ == "__main__":  # `python -m eoslab.proxy.command front ...`: an external run's proxy
+    app()

@@ -27,6 +27,7 @@ from eoslab.proxy.framing import (
     read_request_header,
     read_response_correlation_id,
 )
+from eoslab.proxy.fronting import Fronting
 from eoslab.proxy.traffic_counters import UNMATCHED_RESPONSE, TrafficCounters
 
 READ_SIZE = 1024 * 1024
@@ -44,12 +45,14 @@ HEADER_SIZES = {
 
 @dataclass(frozen=True, slots=True)
 class ProxyServices:
-    """What every connection shares: the faults, the counters, the log, the partition gate."""
+    """What every connection shares: the faults, the counters, the log, the partition gate,
+    and when the proxy fronts a cluster, the endpoint rewriting."""
 
     faults: FaultTable
     counters: TrafficCounters
     fault_log: FaultLog
     gate: "BlackholeGate"
+    fronting: Fronting | None = None
 
 
 class BlackholeGate:
@@ -212,29 +215,38 @@ class ProxiedConnection:
         """Forward one run of frames; False once the connection has been reset."""
         faults = self._services.faults.for_route(self.route)
         answers = self._answers.queue if direction is Direction.RESPONSE else ()
+        fronting = self._services.fronting if direction is Direction.RESPONSE else None
         buffer = run.buffer
         untouched_from = 0
         start = run.lead
         for end in run.ends:
             api_key, api_version, correlation_id = self._seen(buffer, start, end - start, direction)
-            if faults or answers:
+            rewritten = None
+            if fronting is not None and fronting.rewrites(api_key):
+                rewritten = await fronting.rewritten(buffer[start:end], api_key, api_version)
+            if faults or answers or rewritten is not None:
+                view, at, size = (
+                    (buffer, start, end - start)
+                    if rewritten is None
+                    else (memoryview(rewritten), 0, len(rewritten))
+                )
                 frame = FrameContext(
                     self.route,
                     direction,
                     api_key,
                     api_version,
                     correlation_id,
-                    end - start,
+                    size,
                     self.id,
-                    buffer,
-                    start,
+                    view,
+                    at,
                 )
                 verdict = self._services.faults.judge(frame, faults) if faults else None
-                if verdict is not None or answers:
+                if verdict is not None or answers or rewritten is not None:
                     if start > untouched_from:
                         outbox.send(buffer[untouched_from:start])
                     untouched_from = end
-                    if not await self._pass(verdict, frame, buffer[start:end], outbox):
+                    if not await self._pass(verdict, frame, view[at : at + size], outbox):
                         return False
             start = end
         if start > untouched_from:
@@ -244,12 +256,19 @@ class ProxiedConnection:
                 outbox.send(memoryview(answer))
         if not faults and not answers:
             header_size = HEADER_SIZES[direction]
-            partial = splitter.release_partial(header_size, STREAMED_FRAME_SIZE)
+            whole = None if fronting is None else self._rewritten_whole
+            partial = splitter.release_partial(header_size, STREAMED_FRAME_SIZE, whole)
             if partial is not None:
                 self._seen(partial, 0, SIZE_PREFIX + FRAME_SIZE.unpack_from(partial)[0], direction)
                 outbox.send(memoryview(partial))
         await outbox.drain()
         return True
+
+    def _rewritten_whole(self, frame_start: bytes) -> bool:
+        """Whether a response, of which this is the start, is one the fronting proxy rewrites
+        (it never goes out in parts)."""
+        request = self._in_flight.peek(read_response_correlation_id(frame_start))
+        return request is not None and Fronting.rewrites(request.api_key)
 
     def _seen(
         self, buffer: memoryview | bytes, start: int, size: int, direction: Direction

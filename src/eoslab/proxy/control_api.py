@@ -6,7 +6,8 @@ GET    /faults/<id>   one of them                       (404 if unknown; faults 
                                                           with their evidence, until removed)
 DELETE /faults/<id>   remove one fault                  (404 if unknown)
 DELETE /faults        remove all faults
-GET    /counters      {"routes": {route: {...}}, "faults": {id: {"matched", "injected"}}}
+GET    /counters      {"routes": {route: {...}}, "faults": {id: {"matched", "injected"}},
+                       "fronting": what a fronting proxy rewrote and handed out, else null}
 GET    /log           the fault log entries
 """
 
@@ -44,6 +45,7 @@ def control_api(proxy: ChaosProxy) -> JsonHttpServer:
     def counters() -> dict[str, object]:
         return {
             "routes": proxy.counters.snapshot(),
+            "fronting": None if proxy.fronting is None else proxy.fronting.snapshot(),
             "faults": {
                 fault.id: {"kind": fault.kind, "matched": fault.matched, "injected": fault.injected}
                 for fault in proxy.faults

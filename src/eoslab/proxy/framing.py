@@ -9,7 +9,7 @@ cheap and independent of API versions.
 import struct
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 SIZE_PREFIX = 4
@@ -131,12 +131,21 @@ class FrameSplitter:
             self._needed = needed
         return FrameRun(memoryview(data), ends, lead)
 
-    def release_partial(self, header_size: int, min_frame_size: int = 0) -> bytes | None:
+    def release_partial(
+        self,
+        header_size: int,
+        min_frame_size: int = 0,
+        whole: Callable[[bytes], bool] | None = None,
+    ) -> bytes | None:
         """The held-back start of an incomplete frame of at least `min_frame_size` bytes, if
-        its header is in; the rest of that frame then comes out of `feed` as `lead` bytes."""
+        its header is in and `whole` (given that start) does not say the frame must be held
+        back whole; the rest of that frame then comes out of `feed` as `lead` bytes."""
         if self._pending_size < SIZE_PREFIX + header_size or self._needed < min_frame_size:
             return None
         released = b"".join(self._pending)
+        if whole is not None and whole(released):
+            self._pending[:] = [released]
+            return None
         self._released_rest = self._needed - len(released)
         self._pending.clear()
         self._pending_size = 0
@@ -171,6 +180,10 @@ class InFlightRequests:
         self._requests[header.correlation_id] = InFlightRequest(
             header.api_key, header.api_version, time.monotonic() if at is None else at
         )
+
+    def peek(self, correlation_id: int) -> InFlightRequest | None:
+        """The request a response will answer (left in the map)."""
+        return self._requests.get(correlation_id)
 
     def answered(self, correlation_id: int) -> InFlightRequest | None:
         """The request a response answers (removed from the map), None if unknown."""

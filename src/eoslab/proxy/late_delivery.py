@@ -37,6 +37,10 @@ class LateCourier:
         self._released: dict[int, asyncio.Event] = {}
         faults.on_change(self._drop_removed)
 
+    def add_upstream(self, route: str, upstream: HostPort) -> None:
+        """A route opened after the proxy started."""
+        self._upstreams[route] = upstream
+
     def attach(self, fault: ActiveFault) -> None:
         """Deliver the copies of ``fault`` (a late fault) from now on."""
         if isinstance(fault.state, LateCopies):

@@ -17,9 +17,10 @@ from eoslab.proxy.faults.active import ActiveFault
 from eoslab.proxy.faults.reset import ResetSpec
 from eoslab.proxy.faults.spec import ANY, FaultSpec
 from eoslab.proxy.faults.table import FaultTable
+from eoslab.proxy.fronting import Fronting
 from eoslab.proxy.late_delivery import LateCourier
 from eoslab.proxy.traffic_counters import TrafficCounters
-from eoslab.settings import HostPort
+from eoslab.settings import HOST, HostPort
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,11 @@ class ListenError(OSError):
 
 
 class ChaosProxy:
-    def __init__(self, routes: Sequence[Route], seed: int, fault_log: FaultLog) -> None:
+    def __init__(
+        self, routes: Sequence[Route], seed: int, fault_log: FaultLog, *, front: bool = False
+    ) -> None:
+        """``front``: rewrite the broker endpoints in answers to routes of the proxy's own,
+        opened as brokers appear (:mod:`eoslab.proxy.fronting`)."""
         names = [route.name for route in routes]
         if len(set(names)) != len(names):
             raise ValueError(f"route names must be unique: {names}")
@@ -51,9 +56,11 @@ class ChaosProxy:
         self.faults = FaultTable(names, seed)
         self.counters = TrafficCounters(tuple(names))
         self.fault_log = fault_log
+        self.fronting = Fronting(self.open_route) if front else None
         self._services = ProxyServices(
-            self.faults, self.counters, fault_log, BlackholeGate(self.faults)
+            self.faults, self.counters, fault_log, BlackholeGate(self.faults), self.fronting
         )
+        self._opening = asyncio.Lock()
         self.late = LateCourier(
             {route.name: route.upstream for route in routes}, self.faults, fault_log
         )
@@ -70,6 +77,23 @@ class ChaosProxy:
         except ListenError:
             await self.stop()
             raise
+
+    async def open_route(self, name: str, upstream: HostPort) -> HostPort:
+        """The listen address of route ``name``; a new route listens on a free local port and
+        forwards to ``upstream`` (a broker the fronted cluster names for the first time), a
+        route whose broker moved forwards its new connections to where it is now."""
+        async with self._opening:
+            if name not in self._servers:
+                route = Route(name, HostPort(HOST, 0), upstream)
+                self.routes[name] = route
+                self.faults.add_route(name)
+                self.counters.add_route(name)
+                self.late.add_upstream(name, upstream)
+                self._servers[name] = await self._listen(route)
+            elif self.routes[name].upstream != upstream:
+                self.routes[name] = Route(name, self.routes[name].listen, upstream)
+                self.late.add_upstream(name, upstream)
+        return self.listen_address(name)
 
     def listen_address(self, route: str) -> HostPort:
         """The bound address of a route (the actual port when the route asked for port 0)."""
@@ -105,7 +129,7 @@ class ChaosProxy:
             assert task is not None
             self._handlers.add(task)
             try:
-                await self._serve(route, reader, writer)
+                await self._serve(self.routes[route.name], reader, writer)
             finally:
                 self._handlers.discard(task)
 

@@ -16,6 +16,10 @@ class TrafficCounters:
         self._by_route: dict[str, dict[int, list[int]]] = {route: {} for route in routes}
         self._connections: dict[str, list[int]] = {route: [0, 0] for route in routes}
 
+    def add_route(self, route: str) -> None:
+        self._by_route[route] = {}
+        self._connections[route] = [0, 0]
+
     def frame(self, route: str, api_key: int, direction: Direction, size: int) -> None:
         """Count one frame; `api_key` is UNMATCHED_RESPONSE for a response to no known request."""
         per_api = self._by_route[route]

@@ -18,6 +18,7 @@ invalid.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -55,6 +56,7 @@ from eoslab.rundir import (
     lab_target,
     new_run_id,
 )
+from eoslab.runtime.fronting import FrontingError, FrontingProxy
 from eoslab.runtime.lab import ProcessFaults
 from eoslab.runtime.postgres import LAB_SINK, lab_sink
 from eoslab.runtime.topology import LabConfig
@@ -69,7 +71,8 @@ from eoslab.workload.reader import TopicReaders
 from eoslab.workload.spec import WorkloadSpec
 from eoslab.workload.supervisor import Workload
 
-# On a cluster the lab does not run, only what needs no runtime, proxy or refbroker API.
+# On a cluster the lab does not run, only what needs no runtime or refbroker API, and the
+# proxy's faults through a fronting proxy the run starts (FRONTED_STEP_KINDS).
 EXTERNAL_STEP_KINDS = {
     "producer-crash",
     "probe",
@@ -77,6 +80,7 @@ EXTERNAL_STEP_KINDS = {
     "consumer-pause",
     "consumer-join",
 }
+FRONTED_STEP_KINDS = {"proxy"}
 CAUGHT_UP_POLL_S = 0.5
 STABLE_MARGIN_S = 30.0
 """Beyond transaction.timeout.ms, how long a run waits for its topic to have no transaction
@@ -120,6 +124,13 @@ class RunPlan:
     """Judged by the scenario's expectations without its clients' overrides (``eoslab bisect``:
     does this release behave as one without the bug)."""
     steps: list[ResolvedStep]
+
+    @property
+    def fronted(self) -> bool:
+        """An external run with proxy faults: its clients go through a fronting proxy."""
+        return self.target == "external" and any(
+            step.kind in FRONTED_STEP_KINDS for step in self.steps
+        )
 
     @property
     def mode(self) -> HandlerMode | None:
@@ -192,19 +203,21 @@ def _client(
 
 
 def _check_external(scenario: Scenario, bootstrap: str | None) -> str:
-    """An external cluster is a Kafka cluster the lab neither runs nor proxies."""
+    """An external cluster is a Kafka cluster the lab does not run: its proxy faults go
+    through a fronting proxy the run starts, its brokers' processes are out of reach."""
     if not bootstrap:
         raise RunError("target external needs the cluster's bootstrap servers (--bootstrap)")
     if "kafka" not in scenario.targets:
         raise RunError(
             f"scenario {scenario.name} is not meant for Kafka, so not for an external one"
         )
-    needs_lab = sorted({step.kind for step in scenario.nemesis} - EXTERNAL_STEP_KINDS)
+    playable = EXTERNAL_STEP_KINDS | FRONTED_STEP_KINDS
+    needs_lab = sorted({step.kind for step in scenario.nemesis} - playable)
     if needs_lab:
         raise RunError(
-            f"scenario {scenario.name} uses {', '.join(needs_lab)}, which need the lab's runtime, "
-            "proxy or reference broker; on an external cluster only scenarios without them run "
-            f"(nemesis steps among: {', '.join(sorted(EXTERNAL_STEP_KINDS))})"
+            f"scenario {scenario.name} uses {', '.join(needs_lab)}, which need the lab's runtime "
+            "or reference broker (the processes and state of brokers it runs); on an external "
+            f"cluster only these nemesis steps run: {', '.join(sorted(playable))}"
         )
     return bootstrap
 
@@ -271,6 +284,8 @@ class Run:
     """The copier stage, when the workload has one."""
     broker_restore: dict[str, str | None] = field(default_factory=dict)
     """The brokers' dynamic configs the run changed, as they were (put back by finish)."""
+    front: FrontingProxy | None = None
+    """The proxy in front of an external cluster, when the run has proxy faults."""
 
 
 def _rules(scenario: Scenario) -> str | None:
@@ -292,16 +307,70 @@ def start(
     replication: int | None = None,
     sink: str | None = None,
 ) -> Run:
-    """The run directory, run.json, the topic, the reference broker's profile, and the
-    workloads and nemesis ready to play (nothing is sending yet)."""
-    scenario = run_plan.scenario
+    """The run directory, run.json, the topic, the reference broker's profile, the fronting
+    proxy of an external run with proxy faults, and the workloads and nemesis ready to play
+    (nothing is sending yet)."""
     ref = default_client() if run_plan.client is None else parse_client(run_plan.client)
     try:
         launch: ClientLaunch | None = None if run_plan.client is None else prepare(ref)
     except ClientError as error:
         raise RunError(str(error)) from None
+    scenario = run_plan.scenario
     name = cell_name(scenario.name, run_plan.mode, run_plan.client, run_plan.group_protocol)
     run_id = new_run_id(name, run_plan.target)
+    run_dir = RunDir.for_run(run_id, runs_root).create()
+    front = _front(run_plan, run_dir)
+    try:
+        return _start(
+            run_plan,
+            ref=ref,
+            launch=launch,
+            run_id=run_id,
+            run_dir=run_dir,
+            front=front,
+            config=config,
+            runtime=runtime,
+            replication=replication,
+            sink=sink,
+        )
+    except BaseException:
+        if front is not None:
+            front.stop()
+        raise
+
+
+def _front(run_plan: RunPlan, run_dir: RunDir) -> FrontingProxy | None:
+    """The fronting proxy of an external run with proxy faults (None for any other run);
+    RunError with its one line when the cluster cannot be fronted (the run directory, with
+    nothing in it but that line, is removed)."""
+    if not run_plan.fronted or run_plan.bootstrap is None:
+        return None
+    try:
+        return FrontingProxy.start(
+            run_plan.bootstrap,
+            run_dir.path / "fronting.log",
+            run_dir.path / "fronting-faults.jsonl",
+            run_plan.seed,
+        )
+    except FrontingError as error:
+        shutil.rmtree(run_dir.path, ignore_errors=True)
+        raise RunError(str(error)) from None
+
+
+def _start(
+    run_plan: RunPlan,
+    *,
+    ref: ClientRef,
+    launch: ClientLaunch | None,
+    run_id: str,
+    run_dir: RunDir,
+    front: FrontingProxy | None,
+    config: LabConfig,
+    runtime: ProcessFaults,
+    replication: int | None,
+    sink: str | None,
+) -> Run:
+    scenario = run_plan.scenario
     consumer_spec = run_plan.consumers
     if consumer_spec is not None and sink is not None:
         if sink == LAB_SINK:
@@ -309,10 +378,14 @@ def start(
         consumer_spec = consumer_spec.model_copy(update={"sink": sink})
     context = RunContext(
         run_id=run_id,
-        run_dir=RunDir.for_run(run_id, runs_root).create(),
+        run_dir=run_dir,
         target=run_plan.target,
         lab_target=run_plan.lab_target,
-        bootstrap=run_plan.bootstrap or bootstrap_of(run_plan.lab_target, config),
+        bootstrap=(
+            front.bootstrap
+            if front is not None
+            else run_plan.bootstrap or bootstrap_of(run_plan.lab_target, config)
+        ),
         topic=f"eos-{run_id}",
         partitions=scenario.topic.partitions,
         seed=run_plan.seed,
@@ -324,7 +397,7 @@ def start(
         run_id=run_id,
         scenario=scenario.name,
         target=run_plan.target,
-        bootstrap=context.bootstrap,
+        bootstrap=run_plan.bootstrap or context.bootstrap,
         topic=context.topic,
         partitions=context.partitions,
         seed=context.seed,
@@ -391,7 +464,7 @@ def start(
     nemesis = Nemesis(
         context,
         runtime=runtime,
-        proxy=ProxyControl(config.proxy_control_url),
+        proxy=ProxyControl(config.proxy_control_url if front is None else front.control_url),
         refbroker=refbroker,
         workload=workload,
         consumers=consumers,
@@ -414,6 +487,7 @@ def start(
         readers,
         copiers,
         broker_restore,
+        front,
     )
 
 
@@ -480,7 +554,16 @@ def play(run: Run, *, show_progress: bool | None = None) -> list[str]:
 # ================================================================================ finish
 def finish(run: Run, problems: list[str]) -> RunResult:
     """Stop the timeline and the workloads, heal, set the reference broker back, judge every
-    step, and write run.json; the lab is healed whatever happened before."""
+    step, and write run.json; the lab is healed and the fronting proxy stopped whatever
+    happened before."""
+    try:
+        return _finish(run, problems)
+    finally:
+        if run.front is not None:
+            run.front.stop()
+
+
+def _finish(run: Run, problems: list[str]) -> RunResult:
     problems = list(problems)
     try:
         run.timeline.stop()
@@ -535,11 +618,18 @@ def finish(run: Run, problems: list[str]) -> RunResult:
             "copier": copier,
             "faults": run.nemesis.effects(run.plan.steps),
             "broker_errors": broker_errors,
+            "fronting": None if run.front is None else _fronting(run.front),
             "problems": problems,
         }
     )
     run.context.run_dir.write_info(info)
     return RunResult(run.context.run_dir, info, problems)
+
+
+def _fronting(front: FrontingProxy) -> dict[str, object]:
+    """The fronting proxy's bootstrap and counters, for run.json."""
+    counters = ProxyControl(front.control_url).counters()
+    return {"bootstrap": front.bootstrap, "routes": counters["routes"], **counters["fronting"]}
 
 
 def execute(

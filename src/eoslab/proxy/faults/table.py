@@ -33,6 +33,10 @@ class FaultTable:
         """Some fault watches frames on every route (``ActiveFault.watching``)."""
         self._listeners: list[Callable[[], None]] = []
 
+    def add_route(self, route: str) -> None:
+        """A route opened after the proxy started (fronting: a broker first named now)."""
+        self.routes = (*self.routes, route)
+
     def on_change(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
 

@@ -1,0 +1,130 @@
+"""A cluster the lab does not configure, behind a fronting proxy the run starts: the lab's
+Kafka 4 reached on its client ports (29291-3, not through the lab's proxy), as a user's own
+cluster would be. Its nodes advertise the lab proxy's addresses (929i), so the lab's proxy is
+the witness: every connection a client opens to a broker it was told of goes through it, and a
+client that went around the fronting proxy would show up there and not in the fronting
+proxy's tally."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from pyspark.sql import SparkSession
+
+from eoslab.proxy.control_client import ProxyControl
+from eoslab.rundir import VerdictStatus
+from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import KAFKA4_SERVICES
+from eoslab.scenarios.catalogue import find_scenario
+from eoslab.scenarios.executor import RunError, execute
+from eoslab.settings import HOST, BasePort
+from eoslab.verify.checker import verify_run
+
+pytestmark = [pytest.mark.lab, pytest.mark.kafka4]
+
+RECORDS = 1500
+NODES = (1, 2, 3)
+
+
+def direct_bootstrap(lab: LocalRuntime) -> str:
+    return ",".join(f"{HOST}:{lab.config.port(BasePort.KAFKA4_CLIENT + i)}" for i in NODES)
+
+
+def produce_frames(routes: dict[str, Any], names: tuple[str, ...]) -> int:
+    return sum(routes[name]["apis"].get("Produce", {}).get("request_frames", 0) for name in names)
+
+
+@pytest.mark.parametrize("scenario", ["lost-acks", "lost-commit"])
+def test_a_proxy_fault_on_a_cluster_the_lab_does_not_configure_crosses_the_proxy(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, scenario: str
+) -> None:
+    """The producer half (lost Produce answers on the leader) and the consumer half (lost
+    OffsetCommit answers on the group's coordinator, found through FindCoordinator)."""
+    witness = ProxyControl(lab.config.proxy_control_url)
+    before = witness.counters()["routes"]
+    bootstrap = direct_bootstrap(lab)
+    result = execute(
+        find_scenario(scenario),
+        "external",
+        runtime=lab,
+        config=lab.config,
+        runs_root=tmp_path,
+        records=RECORDS,
+        show_progress=False,
+        bootstrap=bootstrap,
+    )
+    after = witness.counters()["routes"]
+    assert result.invalid_because == []
+    info = result.info
+    (fault,) = info.faults
+    assert fault.took_effect, fault.evidence
+    assert (fault.target or "").startswith("broker-")
+    assert fault.observed["injected"] == 3
+    verdict = verify_run(result.run_dir.path, spark=spark)
+    assert verdict.status is VerdictStatus.CONFORMS, [m.summary for m in verdict.mismatches]
+    assert info.bootstrap == bootstrap
+
+    fronting = info.fronting
+    assert fronting is not None
+    # A route per node, each forwarding to the address the node advertises (the lab proxy's).
+    assert set(fronting["handed_out"]) == {f"broker-{i}" for i in NODES}
+    assert fronting["upstreams"] == {
+        f"broker-{i}": f"{HOST}:{lab.config.port(BasePort.KAFKA4 + i)}" for i in NODES
+    }
+    assert fronting["rewritten"]["Metadata"] > 0
+    if scenario == "lost-commit":
+        assert fronting["rewritten"]["FindCoordinator"] > 0
+    assert (fronting["unencodable"], fronting["controllers"]) == ({}, 0)
+    # Every connection to a broker and every Produce the witness saw came from the fronting
+    # proxy's broker routes: none went around it.
+    routes = fronting["routes"]
+    brokers = tuple(f"broker-{i}" for i in NODES)
+    reached = {
+        service: after[service]["connections"]["accepted"]
+        - before[service]["connections"]["accepted"]
+        for service in KAFKA4_SERVICES
+    }
+    assert sum(reached.values()) == sum(routes[b]["connections"]["accepted"] for b in brokers)
+    fronted_produces = produce_frames(routes, brokers)
+    assert fronted_produces > 0
+    assert (
+        produce_frames(after, KAFKA4_SERVICES) - produce_frames(before, KAFKA4_SERVICES)
+        == fronted_produces
+    )
+
+    # The witness's negative control: a client given the cluster's own address goes around
+    # (the fronting proxy is gone with its run), and the witness counts its Produce requests.
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    producer.produce(info.topic, b"around the proxy")
+    assert producer.flush(30) == 0
+    around = witness.counters()["routes"]
+    assert produce_frames(around, KAFKA4_SERVICES) > produce_frames(after, KAFKA4_SERVICES)
+
+
+def test_an_external_run_refuses_process_faults_and_an_address_that_is_not_kafka(
+    lab: LocalRuntime, tmp_path: Path
+) -> None:
+    with pytest.raises(RunError, match=r"kill, which need the lab's runtime"):
+        execute(
+            find_scenario("leader-kill"),
+            "external",
+            runtime=lab,
+            config=lab.config,
+            runs_root=tmp_path,
+            bootstrap=direct_bootstrap(lab),
+        )
+    not_kafka = f"{HOST}:{lab.config.port(BasePort.PROXY_CONTROL)}"  # an HTTP server
+    with pytest.raises(RunError, match=rf"^bootstrap {not_kafka}: not Kafka") as refused:
+        execute(
+            find_scenario("lost-acks"),
+            "external",
+            runtime=lab,
+            config=lab.config,
+            runs_root=tmp_path,
+            bootstrap=not_kafka,
+        )
+    assert "\n" not in str(refused.value)
+    assert list(tmp_path.iterdir()) == []  # no run directory left for the refused runs

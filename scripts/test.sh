@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test's pytest: the suite in two halves at once, each a pytest session with a lab of its
+# make test-halves: the suite in two halves at once, each a pytest session with a lab of its
 # own (ports offset by 1000 and by 7000, temporary folders of its own). Most of a lab test is
 # waiting — producers at their rate, faults at their durations, session timeouts — so two labs
 # side by side on two cores overlap their waits; memory allows it (about 9 GB a half at its

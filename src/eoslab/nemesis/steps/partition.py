@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from eoslab.clock import wait_until
 from eoslab.fault_events import FaultPhase
 from eoslab.nemesis.cluster_state import (
     WHOLE_TIMEOUT_S,
@@ -76,6 +77,10 @@ def cluster_nodes(target: LabTarget) -> tuple[str, ...]:
     """The nodes of a target's cluster: the ends of the links a partition cuts."""
     zookeeper = (ZOOKEEPER,) if target in ("kafka", "refbroker") else ()
     return (*brokers_of(target), *zookeeper)
+
+
+BEFORE_READ_S = 10.0
+"""How long a partition step tries to read the cluster's state before it cuts."""
 
 
 class NetworkPartitionStep(ServiceStep, EndingStep):
@@ -183,9 +188,12 @@ class NetworkPartitionStep(ServiceStep, EndingStep):
         groups, bridges, one_way = self.layout(ctx, step)
         links = self.links(network, groups, one_way)
         read = self._reader(ctx, network, groups, bridges)
-        before = read()
+        # asked again for a while: on a loaded machine one read can miss its 2 s timeout
+        before = wait_until(read, BEFORE_READ_S, interval_s=1.0)
         if before is None:
-            raise ValueError("the cluster's state could not be read before the cut")
+            raise ValueError(
+                f"the cluster's state could not be read before the cut (for {BEFORE_READ_S:.0f} s)"
+            )
         lab_target = ctx.context.lab_target
         watch = ClusterWatch(
             read=read,

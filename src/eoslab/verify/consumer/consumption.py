@@ -1,7 +1,7 @@
 """The consumer half's inputs: the consumption ledger (Parquet) and the sink's effects (JDBC).
 
 Spark reads the effects in one JDBC query, from where run.json's ``consumption.sink`` says
-(:func:`eoslab.verify.sink_location.jdbc_sink`); the drivers come with the checker's jars
+(:func:`eoslab.verify.consumer.sink_location.jdbc_sink`); the drivers come with the checker's jars
 (:func:`eoslab.verify.spark_session.checker_jars`), so the in-process session and the
 spark-submit job read the sink alike.
 """
@@ -12,8 +12,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
 from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, RunDir
-from eoslab.verify.history import read_dataset
-from eoslab.verify.sink_location import JdbcSink
+from eoslab.verify.consumer.sink_location import JdbcSink
+from eoslab.verify.spark_session import read_dataset
 
 EFFECT_COLUMNS = {
     "apply_order": "bigint",

@@ -1,18 +1,16 @@
-"""Read the workload's ledgers (Parquet datasets: the history, the consumption ledger) with the
-contract's schemas."""
+"""Read the producers' history (a Parquet dataset, the contract's schema), and the outcomes that
+excuse a record's absence from the log."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from eoslab.rundir import HISTORY_SCHEMA, Outcome
-from eoslab.verify.spark_session import spark_path
+from eoslab.verify.spark_session import read_dataset
 
 EXCUSED_OUTCOMES = (
     Outcome.FAIL.value,
@@ -30,15 +28,6 @@ NOT_ACKED_OUTCOMES = (
     Outcome.ABORTED.value,
 )
 """Outcomes after which a record found in the log counts as `indeterminate`."""
-
-
-def read_dataset(spark: SparkSession, folder: Path, schema: pa.Schema) -> DataFrame:
-    """A ledger folder's rows; an empty (or missing) folder reads as no rows, not as an error, so
-    a run whose workload never wrote a file is still checked (its records show up as anomalies)."""
-    spark_schema = from_arrow_schema(schema)
-    if not any(folder.glob("*.parquet")):
-        return spark.createDataFrame([], spark_schema)
-    return spark.read.schema(spark_schema).parquet(spark_path(folder))
 
 
 def read_history(

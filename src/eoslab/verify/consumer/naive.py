@@ -1,7 +1,7 @@
 """The naive checker's consumer half: the consumer anomalies of a run in one process, from the
 consumption ledger (pyarrow), the sink (the workload's own ``Sink``) and the records of the log.
 
-A second, independent derivation of :mod:`eoslab.verify.consumer_anomalies` (see it for the
+A second, independent derivation of :mod:`eoslab.verify.consumer.anomalies` (see it for the
 definitions), with dictionaries instead of windows, that the tests hold the Spark one against.
 A record is its place in the log (partition, offset) with the identity its value gives
 ((session, key, key_seq); None for a foreign record): a processing or an effect belongs to the
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, ConsumptionInfo, Effect, RunDir
-from eoslab.verify.sink_location import sink_database
+from eoslab.verify.consumer.sink_location import sink_database
 from eoslab.workload.sink.database import Sink
 
 Place = tuple[int, int]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from confluent_kafka.admin import AdminClient
 
 from eoslab.clock import wait_until
+from eoslab.orchestration.warmup import warm_up
 from eoslab.runtime.local import LocalRuntime
-from eoslab.verify.warmup import warm_up
 
 
 def test_the_warm_up_checks_a_clean_run_and_deletes_its_topic(lab: LocalRuntime) -> None:

@@ -17,7 +17,7 @@ each Spark partition by :data:`LAYOUT` — (session, partition, seq, offset, row
 Every row carries ``committed_offset``: the offset the copier group committed for its partition
 at the end (null where it committed none). A record's identity is (session, partition, seq), an
 input's place adds its ``offset``: both windows are partitioned by a superset of the clustering,
-so neither shuffles (the layout of :mod:`eoslab.verify.txn_ledger`, whose records it shares).
+so neither shuffles (the layout of :mod:`eoslab.verify.transactions.ledger`, whose records it shares).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
 from eoslab.message import COPY_FIELD_INDEX, COPY_FIELDS, COPY_TAG, FIELD_INDEX, SEPARATOR
+from eoslab.verify.streams import IDENTITY
 
 SENT = 0
 VISIBLE = 1
 COPY = 2
-IDENTITY = ("session_id", "partition", "seq")
 PLACE = (*IDENTITY, "offset")
 LAYOUT = (*PLACE, "row_kind")
 COPY_COLUMNS = ("out_partition", "out_offset", "copier_session", "copier_txn")

@@ -1,7 +1,7 @@
 """The naive checker's transactions: the transaction anomalies in plain Python, from the
 transaction ledger and a reader's reads (pyarrow, dicts and counters).
 
-The same definitions as :mod:`eoslab.verify.txn_anomalies`, implemented a second time and
+The same definitions as :mod:`eoslab.verify.transactions.anomalies`, implemented a second time and
 independently: the tests hold the Spark derivation against this one, location by location.
 """
 

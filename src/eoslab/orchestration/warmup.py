@@ -2,9 +2,10 @@
 the first real check does not pay for the server's class loading and JIT (a cold server's first
 check of 3,000 records took ~30 s here, the next ones ~12 s).
 
-``eoslab lab up`` starts it in the background (``python -m eoslab.verify.warmup``, its output in
-the lab's ``spark-warmup.log``); it is bounded by :data:`WARMUP_TIMEOUT_S` and leaves nothing
-behind: the run directory is temporary and its topic is deleted.
+``eoslab lab up`` starts it in the background (``python -m eoslab.orchestration.warmup``, its
+output in the lab's ``spark-warmup.log``); it is bounded by :data:`WARMUP_TIMEOUT_S` and leaves
+nothing behind: the run directory is temporary and its topic is deleted. It lives here, above
+the checker, because it runs the workload as well (a generated run) before checking it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The naive checker's copy anomalies (consume-transform-produce) in plain Python: the same
-definitions as :mod:`eoslab.verify.copy_anomalies`, implemented a second time and
+definitions as :mod:`eoslab.verify.copy.anomalies`, implemented a second time and
 independently, from the producers' transaction ledger, the read_committed reader's reads of the
 input and the output topic's copies (read read_committed with confluent-kafka, or given)."""
 

@@ -1,5 +1,5 @@
 """Derive the copy anomalies of a run (consume-transform-produce, issue 21) from its copy ledger,
-with window functions over the layout of :mod:`eoslab.verify.copy_ledger`: none shuffles.
+with window functions over the layout of :mod:`eoslab.verify.copy.ledger`: none shuffles.
 
 An **input** is a place of the input topic (a record's identity and its offset); the copies are
 what a read_committed consumer reads of the output topic. Definitions:
@@ -22,7 +22,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
 from eoslab.rundir import COPY_ANOMALIES, TxnOutcome
-from eoslab.verify.copy_ledger import COPY, COPY_COLUMNS, IDENTITY, PLACE, VISIBLE
+from eoslab.verify.copy.ledger import COPY, COPY_COLUMNS, PLACE, VISIBLE
+from eoslab.verify.streams import IDENTITY
 
 COPY_LOCATION = (*PLACE, *COPY_COLUMNS)
 
@@ -55,7 +56,7 @@ def _uncopied() -> Column:
 
 def derive(ledger: DataFrame) -> dict[str, DataFrame]:
     """Every copy anomaly table, by name (:data:`COPY_ANOMALIES`), from the copy ledger
-    (:func:`eoslab.verify.copy_ledger.build_copy_ledger`)."""
+    (:func:`eoslab.verify.copy.ledger.build_copy_ledger`)."""
     rows = with_copies(ledger)
     below_commit = sf.coalesce(sf.col("offset") < sf.col("committed_offset"), sf.lit(False))
     tables = {

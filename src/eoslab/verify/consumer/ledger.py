@@ -24,7 +24,7 @@ session, no key) all land in one Spark partition, where (partition, offset) tell
 So a record, then its processings in processing order, then its effects in apply order follow
 one another, and a message's copies follow one another in log order: every window of the
 consumer half is partitioned and ordered as the rows already are, none shuffles or sorts (but
-for the streams whose effects are out of order, see :func:`eoslab.verify.anomalies.reorders`).
+for the streams whose effects are out of order, see :func:`eoslab.verify.streams.reorders`).
 The committed offsets are a few rows, reduced beforehand (:func:`committed_offsets`); they
 enter as a literal map per partition, not a join.
 
@@ -43,7 +43,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
 from eoslab.message import RECORD_FIELDS
-from eoslab.verify.ledger import KEY_IDENTITY, KEY_STREAM
+from eoslab.verify.streams import KEY_IDENTITY, KEY_STREAM
 
 RECORD = "record"
 PROCESSED = "processed"
@@ -126,8 +126,8 @@ def build_consumer_ledger(
     committed: Mapping[int, int],
 ) -> DataFrame:
     """The consumer ledger of a run (see the module docstring) from its producer ledger
-    (:func:`eoslab.verify.ledger.build_ledger`), the processed rows of the consumption ledger,
-    the sink's effects (:func:`eoslab.verify.consumption.read_effects`) and the committed
+    (:func:`eoslab.verify.producer.ledger.build_ledger`), the processed rows of the consumption ledger,
+    the sink's effects (:func:`eoslab.verify.consumer.consumption.read_effects`) and the committed
     offsets (:func:`committed_offsets`)."""
     records = ledger.where(sf.col("offset").isNotNull()).select(
         sf.lit(RECORD).alias("kind"),

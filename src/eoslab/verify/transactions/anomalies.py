@@ -1,5 +1,5 @@
 """Derive the transaction anomalies of a run from its transaction ledger, with window functions
-over the layout of :mod:`eoslab.verify.txn_ledger`: no window shuffles; the per-record windows
+over the layout of :mod:`eoslab.verify.transactions.ledger`: no window shuffles; the per-record windows
 read the ledger as it is sorted, the per-transaction ones sort within their Spark partition.
 
 The read is the consumer under test's (the run's ``transactions.isolation``). Definitions (named
@@ -28,7 +28,8 @@ from pyspark.sql import functions as sf
 from pyspark.sql.window import WindowSpec
 
 from eoslab.rundir import TRANSACTION_ANOMALIES, TxnOutcome
-from eoslab.verify.txn_ledger import IDENTITY, READ, SENT, TRANSACTION
+from eoslab.verify.streams import IDENTITY
+from eoslab.verify.transactions.ledger import READ, SENT, TRANSACTION
 
 TXN_LOCATION = ("transactional_id", "txn", "session_id", "partition", "seq", "key", "offset")
 
@@ -105,7 +106,7 @@ def uncommitted_reads(rows: DataFrame) -> DataFrame:
 
 def derive(ledger: DataFrame) -> dict[str, DataFrame]:
     """Every transaction anomaly table, by name (:data:`TRANSACTION_ANOMALIES`), from the
-    transaction ledger (:func:`eoslab.verify.txn_ledger.build_txn_ledger`)."""
+    transaction ledger (:func:`eoslab.verify.transactions.ledger.build_txn_ledger`)."""
     rows = with_transactions(ledger)
     tables = {
         "aborted_read": aborted_reads(rows),

@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
 from eoslab.message import RECORD_FIELDS
+from eoslab.verify.streams import IDENTITY, KEY_IDENTITY, KEY_STREAM, PARTITION_STREAM
 
 RUN_COLUMNS = (*RECORD_FIELDS, "offset", "occurrence", "outcome", "acked_offset", "error")
 LEDGER_COLUMNS = (*RUN_COLUMNS, "reason", "value_head")
@@ -28,11 +29,6 @@ for a log record that no history row knows (a phantom). ``occurrence`` numbers t
 (session, partition, seq) in offset order. ``reason`` is not null for a record that is not
 the run's (another format or run) or is the run's but flawed (misplaced, corrupt: see
 :func:`eoslab.verify.topic_reader.classify`); such rows take part in nothing else."""
-
-PARTITION_STREAM = ("session_id", "partition")
-KEY_STREAM = ("session_id", "key")
-IDENTITY = (*PARTITION_STREAM, "seq")
-KEY_IDENTITY = (*KEY_STREAM, "key_seq")
 
 _HISTORY_ONLY = ("outcome", "acked_offset", "error")
 _LOG_ONLY = ("offset", "reason", "value_head")

@@ -21,11 +21,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
 from eoslab.rundir import READS_SCHEMA, TRANSACTIONS_SCHEMA, RunDir, TxnOutcome
-from eoslab.verify.history import read_dataset
+from eoslab.verify.spark_session import read_dataset
+from eoslab.verify.streams import IDENTITY
 
 SENT = 0
 READ = 1
-IDENTITY = ("session_id", "partition", "seq")
 TRANSACTION = ("session_id", "txn")
 LAYOUT = (*IDENTITY, "row_kind", "offset")
 TXN_COLUMNS = ("transactional_id", "producer", "txn", "outcome", "end_ms")

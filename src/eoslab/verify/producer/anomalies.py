@@ -20,51 +20,33 @@ Definitions (ARCHITECTURE.md, "Message format and anomalies"):
 
 Phantoms take no part in the order and gap checks: their sequence numbers were not assigned by
 this run, and they are reported once, as phantoms. Every table has the columns of
-:data:`LOCATION`: where to look in the log, and which record it is.
+:data:`~eoslab.verify.streams.LOCATION`: where to look in the log, and which record it is.
 
 Every window here is partitioned and ordered as the ledger it reads is already laid out (see
-:mod:`eoslab.verify.ledger`), so none of them shuffles or sorts the whole run. The one check
+:mod:`eoslab.verify.producer.ledger`), so none of them shuffles or sorts the whole run. The one check
 that needs log order, reorders, first looks for streams whose offsets do not rise with their
 sequences (a ``lead`` in sequence order) and sorts only those.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
-from eoslab.message import RECORD_FIELDS
 from eoslab.rundir import PRODUCER_ANOMALIES, RUN_FLAWS
-from eoslab.verify.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
-from eoslab.verify.ledger import KEY_STREAM, PARTITION_STREAM, run_rows
-
-LOCATION = (*RECORD_FIELDS, "offset")
-"""``offset`` is where the record is; for ``lost`` the offset the broker acknowledged; for a gap
-the offset of the next record of the stream, where the skip shows."""
+from eoslab.verify.producer.history import EXCUSED_OUTCOMES, NOT_ACKED_OUTCOMES
+from eoslab.verify.producer.ledger import run_rows
+from eoslab.verify.streams import (
+    KEY_STREAM,
+    LOCATION,
+    PARTITION_STREAM,
+    SequenceScope,
+    duplicates,
+    in_log,
+    reorders,
+)
 
 FOREIGN_COLUMNS = ("partition", "offset", "reason", "value_head")
-
-
-@dataclass(frozen=True)
-class SequenceScope:
-    """Which columns make a sequence stream, and how its records are ordered where they land:
-    in the log (``position`` an offset, within ``log_order``), or in the sink (the effects'
-    ``apply_order``, see :mod:`eoslab.verify.consumer_anomalies`)."""
-
-    prefix: str
-    stream: tuple[str, ...]
-    seq: str
-    occurrence: str
-    copy_order: tuple[str, ...]
-    log_order: tuple[str, ...]
-    position: str = "offset"
-    details: tuple[str, ...] = ()
-    """Columns kept in the scope's tables beside :data:`LOCATION`."""
-    first_columns: tuple[str, ...] = ("partition", "offset")
-    """Columns of a sequence's first copy that its duplicates carry as ``first_<column>``."""
-
 
 PARTITION_SCOPE = SequenceScope(
     prefix="",
@@ -84,61 +66,13 @@ KEY_SCOPE = SequenceScope(
 )
 
 
-def _in_log() -> Column:
-    return sf.col("offset").isNotNull()
-
-
 def _sent() -> Column:
     return sf.col("outcome").isNotNull()
 
 
-def duplicates(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
-    """Every copy after the first, with where the first copy is."""
-    copies = (
-        Window.partitionBy(*scope.stream, scope.seq)
-        .orderBy(*scope.copy_order)
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    return (
-        ledger.where(_in_log())
-        .select("*", *(sf.first(c).over(copies).alias(f"first_{c}") for c in scope.first_columns))
-        .where(sf.col(scope.occurrence) > 1)
-        .select(*LOCATION, *scope.details, *(f"first_{c}" for c in scope.first_columns))
-    )
-
-
 def first_copies(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
     """The first copy in the log of every sequence the history sent (phantoms take no part)."""
-    return ledger.where(_in_log() & _sent() & (sf.col(scope.occurrence) == 1))
-
-
-def reorders(firsts: DataFrame, scope: SequenceScope) -> DataFrame:
-    """First copies of a sequence that come after a higher sequence of the same stream.
-
-    If, in sequence order, the positions of a stream's first copies never fall, no part of it
-    is out of order (positions are distinct within ``log_order``): only the streams where one
-    falls are sorted by position."""
-    position = scope.position
-    following = Window.partitionBy(*scope.stream).orderBy(scope.seq)
-    out_of_step = sf.lead(position).over(following) < sf.col(position)
-    suspect_streams = (
-        firsts.withColumn("out_of_step", out_of_step)
-        .where("out_of_step")
-        .select(*scope.stream)
-        .distinct()
-    )
-    earlier = (
-        Window.partitionBy(*scope.log_order)
-        .orderBy(position)
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    highest_before = f"highest_earlier_{scope.seq}"
-    return (
-        firsts.join(sf.broadcast(suspect_streams), on=list(scope.stream), how="left_semi")
-        .withColumn(highest_before, sf.max(scope.seq).over(earlier))
-        .where(sf.col(scope.seq) < sf.col(highest_before))
-        .select(*LOCATION, *scope.details, highest_before)
-    )
+    return ledger.where(in_log() & _sent() & (sf.col(scope.occurrence) == 1))
 
 
 def gaps(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
@@ -149,7 +83,7 @@ def gaps(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
     by_seq = Window.partitionBy(*scope.stream).orderBy(seq, *scope.copy_order)
     # copies follow their first one at a step of 0: a hole shows at the first copy after it
     holes = (
-        ledger.where(_in_log() & _sent())
+        ledger.where(in_log() & _sent())
         .withColumn(previous, sf.coalesce(sf.lag(seq).over(by_seq), sf.lit(-1)))
         .where(sf.col(seq) - sf.col(previous) > 1)
     )
@@ -162,7 +96,7 @@ def gaps(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
         "offset",
         "producer",
     )
-    never_logged = ledger.where(~_in_log())
+    never_logged = ledger.where(~in_log())
     excused = never_logged.where(sf.col("outcome").isin(*EXCUSED_OUTCOMES))
     details = [c for c in ("seq", "key", "key_seq") if c not in (*scope.stream, seq)]
     return (
@@ -179,20 +113,20 @@ def gaps(ledger: DataFrame, scope: SequenceScope) -> DataFrame:
 
 def lost(ledger: DataFrame) -> DataFrame:
     """Acknowledged sends absent from the log, at the offset the broker acknowledged."""
-    return ledger.where((sf.col("outcome") == "ack") & ~_in_log()).select(
+    return ledger.where((sf.col("outcome") == "ack") & ~in_log()).select(
         *(sf.col("acked_offset").alias("offset") if c == "offset" else c for c in LOCATION)
     )
 
 
 def phantoms(ledger: DataFrame) -> DataFrame:
     """Records in the log that the history never sent."""
-    return ledger.where(_in_log() & ~_sent()).select(*LOCATION)
+    return ledger.where(in_log() & ~_sent()).select(*LOCATION)
 
 
 def indeterminates(ledger: DataFrame) -> DataFrame:
     """Records in the log that the client reported as not (or not surely) written."""
     return ledger.where(
-        _in_log() & sf.col("outcome").isin(*NOT_ACKED_OUTCOMES) & (sf.col("occurrence") == 1)
+        in_log() & sf.col("outcome").isin(*NOT_ACKED_OUTCOMES) & (sf.col("occurrence") == 1)
     ).select(*LOCATION, "outcome", "error")
 
 
@@ -209,7 +143,7 @@ def flawed(ledger: DataFrame, flaw: str) -> DataFrame:
 
 def derive(ledger: DataFrame, key_ledger: DataFrame) -> dict[str, DataFrame]:
     """Every anomaly table, by name (the names of :data:`PRODUCER_ANOMALIES`), from the ledger and
-    its per-key layout (:func:`eoslab.verify.ledger.by_key`)."""
+    its per-key layout (:func:`eoslab.verify.producer.ledger.by_key`)."""
     run = run_rows(ledger)
     tables = {"lost": lost(run), "phantom": phantoms(run), "indeterminate": indeterminates(run)}
     tables |= {flaw: flawed(ledger, flaw) for flaw in RUN_FLAWS}

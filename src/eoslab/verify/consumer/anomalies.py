@@ -1,5 +1,5 @@
 """Derive the consumer half's anomalies from the consumer ledger (ARCHITECTURE.md, "The consumer
-half"; the ledger and its layout: :mod:`eoslab.verify.consumer_ledger`).
+half"; the ledger and its layout: :mod:`eoslab.verify.consumer.ledger`).
 
 Records are counted per place in the log (partition, offset), effects per message (the
 producer's identity, ``message_id``):
@@ -18,7 +18,7 @@ producer's identity, ``message_id``):
 - ``effect_reorder``: per producer session and key, a message's first effect applied (the
   sink's ``apply_order``) after the first effect of a higher key_seq: the order saw its
   commands out of order. A message's later effects are duplicates, not reorders, as for the
-  log (:mod:`eoslab.verify.anomalies`, whose checks these two are, over the sink's order);
+  log (:mod:`eoslab.verify.producer.anomalies`, whose checks these two are, over the sink's order);
 - ``effect_lost``: a message of the run that some consumer processed (applied, or skipped as a
   duplicate) and whose effect is nowhere in the sink, whichever copy it was read from: one row
   per message, at its first processing (in the log order of its copies). A processing skipped
@@ -53,7 +53,7 @@ Foreign records (not the run's: see :func:`eoslab.verify.topic_reader.classify`)
 they can be unprocessed or redelivered (a consumer reads and passes over every record of its
 partitions, and its ledger says so), never take part in the effect checks (they have none).
 Every table of records and processings has the columns of
-:data:`eoslab.verify.anomalies.LOCATION` (the partition and offset the consumer read the record
+:data:`eoslab.verify.streams.LOCATION` (the partition and offset the consumer read the record
 from) and the message's ``message_id``; ``offset_regression``'s rows are commits (the partition,
 the committed offset, the one before it, who committed).
 """
@@ -64,9 +64,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as sf
 
 from eoslab.rundir import CONSUMER_ANOMALIES
-from eoslab.verify.anomalies import LOCATION, SequenceScope, duplicates, reorders
-from eoslab.verify.consumer_ledger import EFFECT, POLL_EPOCH, PROCESSED, RECORD
-from eoslab.verify.ledger import KEY_STREAM
+from eoslab.verify.consumer.ledger import EFFECT, POLL_EPOCH, PROCESSED, RECORD
+from eoslab.verify.streams import KEY_STREAM, LOCATION, SequenceScope, duplicates, reorders
 
 EFFECT_SCOPE = SequenceScope(
     prefix="effect_",
@@ -158,7 +157,7 @@ one before it in its epoch."""
 
 
 def _polled(polls: DataFrame) -> DataFrame:
-    """The polls (:func:`eoslab.verify.consumer_ledger.build_polls`), each with the offset and
+    """The polls (:func:`eoslab.verify.consumer.ledger.build_polls`), each with the offset and
     the log's count ``through`` of the processing before it in its epoch; the window reads
     them as they lie."""
     in_order = Window.partitionBy(*POLL_EPOCH).orderBy("n")
@@ -209,7 +208,7 @@ def derive(
     consumer_ledger: DataFrame, polls: DataFrame, commits: DataFrame
 ) -> dict[str, DataFrame]:
     """Every consumer anomaly table, by name (the names of :data:`CONSUMER_ANOMALIES`), from the
-    consumer ledger, the polls (:func:`eoslab.verify.consumer_ledger.build_polls`) and the
+    consumer ledger, the polls (:func:`eoslab.verify.consumer.ledger.build_polls`) and the
     consumption ledger's commit rows."""
     effects = _kind(consumer_ledger, EFFECT)
     polled = _polled(polls)

@@ -192,7 +192,7 @@ def test_the_checks_above_can_fail() -> None:
         "eoslab.runtime.local": {"eoslab.nemesis.nemesis"},
         "eoslab.nemesis.nemesis": {"eoslab.runtime.local"},
         "eoslab.workload.supervisor": {"eoslab.probe.runner"},
-        "eoslab.probe.runner": {"eoslab.workload.ledger"},
+        "eoslab.probe.runner": {"eoslab.workload.producer.history"},
     }
     assert upward_imports(planted) == [
         "eoslab.runtime.local imports eoslab.nemesis.nemesis",

@@ -28,7 +28,7 @@ This layout is the contract between the run executor (which writes it) and the c
         verdict.json               Verdict: every check, expected against observed
 
 History outcomes (:class:`Outcome`; the error → outcome mapping is in
-:mod:`eoslab.workload.outcomes`):
+:mod:`eoslab.workload.producer.outcomes`):
 
 - ``ack``: a delivery report without error; ``offset`` and ``ack_ms`` are set;
 - ``fail``: definitely not written (rejected before any write, or never left the client);

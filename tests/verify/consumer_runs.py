@@ -23,7 +23,7 @@ from eoslab.rundir import (
     RunDir,
     message_id,
 )
-from eoslab.workload.consumption import ConsumptionJournal, seal_session
+from eoslab.workload.consumer.consumption import ConsumptionJournal, seal_session
 from eoslab.workload.handlers import HANDLERS
 from eoslab.workload.sink.database import Sink, describe
 from eoslab.workload.sink.effects import Delivery, apply_effect

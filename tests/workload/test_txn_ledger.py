@@ -8,9 +8,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from eoslab.rundir import TRANSACTIONS_SCHEMA, RunDir, TxnOutcome
-from eoslab.workload.outcomes import PRODUCER_KILLED
-from eoslab.workload.plan import PlannedRecord
-from eoslab.workload.txn_ledger import ABORT, COMMIT, TransactionJournal, seal_transactions
+from eoslab.workload.producer.outcomes import PRODUCER_KILLED
+from eoslab.workload.producer.plan import PlannedRecord
+from eoslab.workload.transactions.journal import (
+    ABORT,
+    COMMIT,
+    TransactionJournal,
+    seal_transactions,
+)
 
 
 def run_dir(tmp_path: Path) -> RunDir:

@@ -2,7 +2,7 @@
 consumer, copier) runs on the Kafka client a user runs — librdkafka, Kafka's Java client or
 franz-go — at the version they run. One folder per client, one contract for all:
 
-- the roles (``eoslab.workload.producer``, ``transactional``, ``reader``, ``consumer``,
+- the roles (``eoslab.workload.producer.session``, ``transactional``, ``reader``, ``consumer``,
   ``copier``) are the application: what to send, when to commit, what a record's effect is,
   and every ledger line, written by the same code whatever the client;
 - a driver gives them their client as :mod:`eoslab.workload.drivers.api` shapes it

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, RunDir
-from eoslab.workload.ledger import write_part
+from eoslab.workload.parts import write_part
 
 PROCESSED = "processed"
 COMMIT = "commit"

@@ -1,15 +1,15 @@
 """One transactional producer session, as its own OS process:
-``python -m eoslab.workload.transactional SPEC_JSON``.
+``python -m eoslab.workload.transactions.session SPEC_JSON``.
 
-The idempotent session of :mod:`eoslab.workload.producer`, in transactions: it initialises its
-transactional id (fencing any earlier session of the same producer, whose open transaction the
-coordinator then aborts), and sends its planned records ``records_per_transaction`` at a time,
-each transaction committed or, with the seeded probability ``abort_ratio``, aborted. Before the
-commit or abort is asked for, the transaction's records are flushed: an aborted transaction's
-records are then in the log (for a reader to wrongly see), and a committed one's are in the log
-before the commit (for a reader to wrongly see too early). The history keeps every record's
-delivery outcome as for any producer; the transaction ledger (:mod:`eoslab.workload.txn_ledger`)
-how every transaction ended.
+The idempotent session of :mod:`eoslab.workload.producer.session`, in transactions: it
+initialises its transactional id (fencing any earlier session of the same producer, whose open
+transaction the coordinator then aborts), and sends its planned records
+``records_per_transaction`` at a time, each transaction committed or, with the seeded
+probability ``abort_ratio``, aborted. Before the commit or abort is asked for, the transaction's
+records are flushed: an aborted transaction's records are then in the log (for a reader to
+wrongly see), and a committed one's are in the log before the commit (for a reader to wrongly
+see too early). The history keeps every record's delivery outcome as for any producer; the
+transactions journal (:mod:`eoslab.workload.transactions.journal`) how every transaction ended.
 
 How a commit ends, by librdkafka's answer: retriable errors (a coordinator that died or moved)
 are retried, bounded; an error that requires an abort ends the transaction ``aborted`` (its
@@ -45,10 +45,10 @@ from confluent_kafka import KafkaError, KafkaException
 from eoslab.clock import now_ms
 from eoslab.rundir import Outcome, TxnOutcome
 from eoslab.workload.drivers.api import halt
-from eoslab.workload.plan import PlannedRecord
-from eoslab.workload.producer import ProducerSession, SessionSpec
+from eoslab.workload.producer.plan import PlannedRecord
+from eoslab.workload.producer.session import ProducerSession, SessionSpec
 from eoslab.workload.spec import TransactionSpec
-from eoslab.workload.txn_ledger import ABORT, COMMIT, TransactionJournal
+from eoslab.workload.transactions.journal import ABORT, COMMIT, TransactionJournal
 
 RETRY_PAUSE_S = 0.2
 CALL_TRIES = 4
@@ -253,7 +253,7 @@ class TransactionalSession(ProducerSession):
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m eoslab.workload.transactional SPEC_JSON", file=sys.stderr)
+        print("usage: python -m eoslab.workload.transactions.session SPEC_JSON", file=sys.stderr)
         return 2
     session = TransactionalSession(SessionSpec.model_validate_json(argv[0]))
     signal.signal(signal.SIGTERM, session.stop)

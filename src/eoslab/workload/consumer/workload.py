@@ -1,6 +1,6 @@
 """The consumer workload as a whole: C consumer processes in one group, and what befalls them.
 
-Each consumer index runs one session at a time, a ``python -m eoslab.workload.consumer``
+Each consumer index runs one session at a time, a ``python -m eoslab.workload.consumer.session``
 process: a new session id and a new group member on every start. The nemesis acts on them
 as on real applications: ``crash`` (kill -9), ``pause``/``resume`` (SIGSTOP/SIGCONT: past
 session.timeout.ms the coordinator gives the partitions away and the member comes back a
@@ -23,15 +23,15 @@ from eoslab.admin import committed_offsets
 from eoslab.clock import now_ms, wait_until
 from eoslab.run_context import RunContext
 from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo
-from eoslab.workload.consumer import (
+from eoslab.workload.consumer.consumption import seal_session
+from eoslab.workload.consumer.session import (
     ARM_CRASH,
     ARM_FREEZE,
     ARM_SEEK_BACK,
     ARM_SEEK_FORWARD,
     ConsumerSpec,
 )
-from eoslab.workload.consumer_spec import ConsumerLoop, ConsumerWorkloadSpec
-from eoslab.workload.consumption import seal_session
+from eoslab.workload.consumer.spec import ConsumerLoop, ConsumerWorkloadSpec
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
 from eoslab.workload.sink.database import Sink, describe
 
@@ -341,7 +341,7 @@ class ConsumerWorkload:
         session = Session(
             info,
             SessionProcess(
-                "eoslab.workload.consumer",
+                "eoslab.workload.consumer.session",
                 session_spec.model_dump_json(),
                 self.run_dir.consumer_log_file(session_id),
                 on_exit=ended,

@@ -1,12 +1,12 @@
 """The copier stage as a whole: W copier processes in one group copying the run's topic to
 ``<topic>.copy`` (consume-transform-produce, issue 21).
 
-Each worker index runs one session at a time, a ``python -m eoslab.workload.copier`` process:
+Each worker index runs one session at a time, a ``python -m eoslab.workload.copy.session`` process:
 a new session id and a new group member on every start, the same transactional id
 (:func:`copier_transactional_id`) in every session, so a new session fences the one before it
 and the coordinator aborts what that one left open. A session that killed itself at its seeded
 crash point (``crash_after_batches``), or because a librdkafka call of it hung (its watchdog,
-:mod:`eoslab.workload.copier`), is followed by a new session of its worker at once.
+:mod:`eoslab.workload.copy.session`), is followed by a new session of its worker at once.
 Whenever a session's process ends, however it ends, its journal is sealed into the copier
 ledger.
 
@@ -26,8 +26,8 @@ from eoslab.admin import committed_offsets
 from eoslab.clock import now_ms
 from eoslab.run_context import RunContext
 from eoslab.rundir import CopierSessionInfo, CopyInfo
-from eoslab.workload.copier import CopierSpec
-from eoslab.workload.copier_ledger import seal_copier
+from eoslab.workload.copy.journal import seal_copier
+from eoslab.workload.copy.session import CopierSpec
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
 from eoslab.workload.spec import CopySpec
 
@@ -162,7 +162,7 @@ class CopierWorkload:
         session = Session(
             info,
             SessionProcess(
-                "eoslab.workload.copier",
+                "eoslab.workload.copy.session",
                 spec.model_dump_json(),
                 self.run_dir.copier_log_file(session_id),
                 on_exit=ended,

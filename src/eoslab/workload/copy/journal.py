@@ -1,8 +1,8 @@
-"""The copier ledger: every batch a copier session copied, the input records it consumed, the
+"""The copy journal: every batch a copier session copied, the input records it consumed, the
 offsets it committed with them and how its transaction ended, in Parquet.
 
 A copier session journals as a transactional producer session does
-(:class:`~eoslab.workload.txn_ledger.TransactionJournal`: one JSON line per event, in one
+(:class:`~eoslab.workload.transactions.journal.TransactionJournal`: one JSON line per event, in one
 ``write()``): ``begin`` with the batch's inputs and offsets before its first copy is produced,
 ``ending`` before the commit is asked for (of the transaction, or of the offsets for the
 at-least-once copier), ``settled`` once its answer came. Whenever the session's process ends,
@@ -17,8 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from eoslab.rundir import COPIER_SCHEMA, RunDir
-from eoslab.workload.ledger import write_part
-from eoslab.workload.txn_ledger import TransactionJournal, read_events, settlement_columns
+from eoslab.workload.parts import write_part
+from eoslab.workload.transactions.journal import TransactionJournal, read_events, settlement_columns
 
 CopyInput = tuple[int, int, str | None, int | None]
 """(partition, offset, session_id, seq) of one input record (the identity null if foreign)."""

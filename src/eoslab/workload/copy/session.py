@@ -1,5 +1,5 @@
 """One copier session (consume-transform-produce), as its own OS process:
-``python -m eoslab.workload.copier SPEC_JSON``.
+``python -m eoslab.workload.copy.session SPEC_JSON``.
 
 A member of the run's copier group (librdkafka, ``subscribe()``, ``isolation.level``
 read_committed, no auto-commit) with a producer beside it. It takes up to
@@ -13,7 +13,7 @@ again in a later transaction. A fatal error (fenced), or a commit without an ans
 session. The at-least-once copier (``transactional`` false, the negative control) produces the
 batch, waits for every copy's acknowledgement, then commits the offsets apart.
 
-Every batch goes to the copier ledger (:mod:`eoslab.workload.copier_ledger`) as it goes.
+Every batch goes to the copier ledger (:mod:`eoslab.workload.copy.journal`) as it goes.
 
 ``crash_after_batches`` N: the session kills itself (-9) once its N-th batch is produced and
 acknowledged, before the batch's commit is asked for (the transaction open; for the
@@ -55,11 +55,11 @@ from eoslab import message as wire
 from eoslab.clients import ClientLaunch
 from eoslab.clock import now_ms
 from eoslab.rundir import RunDir, TxnOutcome
-from eoslab.workload.consumer import where
-from eoslab.workload.copier_ledger import CopyInput, CopyJournal
+from eoslab.workload.consumer.session import where
+from eoslab.workload.copy.journal import CopyInput, CopyJournal
 from eoslab.workload.drivers.api import ClientApi, halt
-from eoslab.workload.producer import drain
-from eoslab.workload.transactional import call_retried
+from eoslab.workload.producer.session import drain
+from eoslab.workload.transactions.session import call_retried
 
 PROGRESS_INTERVAL_S = 0.2
 POLL_S = 0.5
@@ -449,7 +449,7 @@ def _identity(record: Message, run_id: str) -> tuple[str | None, int | None]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m eoslab.workload.copier SPEC_JSON", file=sys.stderr)
+        print("usage: python -m eoslab.workload.copy.session SPEC_JSON", file=sys.stderr)
         return 2
     spec = CopierSpec.model_validate_json(argv[0])
     signal.alarm(math.ceil(spec.max_runtime_s))

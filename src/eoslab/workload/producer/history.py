@@ -1,4 +1,4 @@
-"""The history ledger: each record's final outcome, in Parquet, written so a crash costs little.
+"""The history: each record's final outcome, in Parquet, written so a crash costs little.
 
 A producer session buffers outcome rows and writes each batch as its own Parquet file
 (written under a hidden name, then renamed: a reader never sees half a file). Parquet has
@@ -22,14 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir
-from eoslab.workload.outcomes import PRODUCER_KILLED
-
-
-def write_part(table: pa.Table, final: Path) -> None:
-    """Write a Parquet file under a hidden name, then rename it: a reader sees all or nothing."""
-    partial = final.with_name(f".{final.name}.partial")
-    pq.write_table(table, partial)
-    os.replace(partial, final)
+from eoslab.workload.parts import write_part
+from eoslab.workload.producer.outcomes import PRODUCER_KILLED
 
 
 class HistoryWriter:

@@ -1,4 +1,4 @@
-"""The transaction ledger: every transaction a transactional producer session began, its records
+"""The transactions journal: every transaction a transactional producer session began, its records
 and how it ended, in Parquet, written so that a kill -9 loses nothing that mattered.
 
 A session journals each transaction as it goes, one JSON line per event in one ``write()``
@@ -22,9 +22,9 @@ from typing import Any
 import pyarrow as pa
 
 from eoslab.rundir import TRANSACTIONS_SCHEMA, RunDir, TxnOutcome
-from eoslab.workload.ledger import write_part
-from eoslab.workload.outcomes import PRODUCER_KILLED
-from eoslab.workload.plan import PlannedRecord
+from eoslab.workload.parts import write_part
+from eoslab.workload.producer.outcomes import PRODUCER_KILLED
+from eoslab.workload.producer.plan import PlannedRecord
 
 COMMIT = "commit"
 ABORT = "abort"

@@ -1,4 +1,5 @@
-"""One consumer session, as its own OS process: ``python -m eoslab.workload.consumer SPEC_JSON``.
+"""One consumer session, as its own OS process:
+``python -m eoslab.workload.consumer.session SPEC_JSON``.
 
 A member of the run's consumer group (librdkafka, ``subscribe()``). It takes records in
 batches (``consume``), applies each to the sink in its handler mode (one database
@@ -46,10 +47,10 @@ from eoslab import message as wire
 from eoslab.clients import ClientLaunch
 from eoslab.clock import now_ms
 from eoslab.rundir import CommitTrigger, Effect, HandlerMode, RunDir, message_id
-from eoslab.workload.consumer_spec import ConsumerLoop
-from eoslab.workload.consumption import ConsumptionJournal
+from eoslab.workload.consumer.consumption import ConsumptionJournal
+from eoslab.workload.consumer.group_metadata import NO_MEMBERSHIP, membership
+from eoslab.workload.consumer.spec import ConsumerLoop
 from eoslab.workload.drivers.api import ClientApi, halt
-from eoslab.workload.group_metadata import NO_MEMBERSHIP, membership
 from eoslab.workload.handlers import AUTO_COMMIT, HANDLERS
 from eoslab.workload.sink.database import Sink
 from eoslab.workload.sink.effects import Delivery
@@ -444,7 +445,7 @@ def _name(error: KafkaError | None) -> str | None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m eoslab.workload.consumer SPEC_JSON", file=sys.stderr)
+        print("usage: python -m eoslab.workload.consumer.session SPEC_JSON", file=sys.stderr)
         return 2
     spec = ConsumerSpec.model_validate_json(argv[0])
     signal.alarm(math.ceil(spec.max_runtime_s))

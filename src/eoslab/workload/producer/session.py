@@ -1,4 +1,5 @@
-"""One producer session, as its own OS process: ``python -m eoslab.workload.producer SPEC_JSON``.
+"""One producer session, as its own OS process:
+``python -m eoslab.workload.producer.session SPEC_JSON``.
 
 A process of its own so the nemesis can kill -9 it as a real crash. It sends the session's
 planned records (message format v1), journals every send, writes each record's final
@@ -35,11 +36,11 @@ from eoslab.clients import ClientLaunch
 from eoslab.clock import now_ms
 from eoslab.rundir import Outcome, RunDir
 from eoslab.workload.drivers.api import ClientApi, ProducerApi
-from eoslab.workload.ledger import HistoryWriter, SendJournal
-from eoslab.workload.outcomes import outcome_of
-from eoslab.workload.plan import KeySpace, PlannedRecord, RecordStream
+from eoslab.workload.producer.history import HistoryWriter, SendJournal
+from eoslab.workload.producer.outcomes import outcome_of
+from eoslab.workload.producer.plan import KeySpace, PlannedRecord, RecordStream
+from eoslab.workload.producer.stats import stats_sample
 from eoslab.workload.spec import TransactionSpec
-from eoslab.workload.stats import stats_sample
 
 PROGRESS_INTERVAL_S = 0.2
 QUEUE_FULL_PATIENCE_S = 10.0
@@ -71,7 +72,7 @@ class SessionSpec(BaseModel):
     seed: int = 0
     flush_timeout_s: float = 30.0
     transactions: TransactionSpec | None = None
-    """Set for a transactional session (:mod:`eoslab.workload.transactional` runs it)."""
+    """Set for a transactional session (:mod:`eoslab.workload.transactions.session` runs it)."""
     transactional_id: str | None = None
     client: ClientLaunch | None = None
     """The client the session runs (None: the workload's own librdkafka)."""
@@ -319,7 +320,7 @@ class ProducerSession:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m eoslab.workload.producer SPEC_JSON", file=sys.stderr)
+        print("usage: python -m eoslab.workload.producer.session SPEC_JSON", file=sys.stderr)
         return 2
     session = ProducerSession(SessionSpec.model_validate_json(argv[0]))
     signal.signal(signal.SIGTERM, session.stop)

@@ -126,9 +126,9 @@ def build_consumer_ledger(
     committed: Mapping[int, int],
 ) -> DataFrame:
     """The consumer ledger of a run (see the module docstring) from its producer ledger
-    (:func:`eoslab.verify.producer.ledger.build_ledger`), the processed rows of the consumption ledger,
-    the sink's effects (:func:`eoslab.verify.consumer.consumption.read_effects`) and the committed
-    offsets (:func:`committed_offsets`)."""
+    (:func:`eoslab.verify.producer.ledger.build_ledger`), the processed rows of the consumption
+    ledger, the sink's effects (:func:`eoslab.verify.consumer.consumption.read_effects`) and the
+    committed offsets (:func:`committed_offsets`)."""
     records = ledger.where(sf.col("offset").isNotNull()).select(
         sf.lit(RECORD).alias("kind"),
         *RECORD_FIELDS,

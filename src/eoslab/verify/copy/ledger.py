@@ -17,7 +17,8 @@ each Spark partition by :data:`LAYOUT` — (session, partition, seq, offset, row
 Every row carries ``committed_offset``: the offset the copier group committed for its partition
 at the end (null where it committed none). A record's identity is (session, partition, seq), an
 input's place adds its ``offset``: both windows are partitioned by a superset of the clustering,
-so neither shuffles (the layout of :mod:`eoslab.verify.transactions.ledger`, whose records it shares).
+so neither shuffles (the layout of :mod:`eoslab.verify.transactions.ledger`, whose records it
+shares).
 """
 
 from __future__ import annotations

@@ -23,9 +23,10 @@ this run, and they are reported once, as phantoms. Every table has the columns o
 :data:`~eoslab.verify.streams.LOCATION`: where to look in the log, and which record it is.
 
 Every window here is partitioned and ordered as the ledger it reads is already laid out (see
-:mod:`eoslab.verify.producer.ledger`), so none of them shuffles or sorts the whole run. The one check
-that needs log order, reorders, first looks for streams whose offsets do not rise with their
-sequences (a ``lead`` in sequence order) and sorts only those.
+:mod:`eoslab.verify.producer.ledger`), so none of them shuffles or sorts the whole run. The one
+check that needs log order, reorders (:func:`eoslab.verify.streams.reorders`), first looks for
+streams whose offsets do not rise with their sequences (a ``lead`` in sequence order) and sorts
+only those.
 """
 
 from __future__ import annotations

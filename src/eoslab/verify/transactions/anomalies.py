@@ -1,6 +1,7 @@
 """Derive the transaction anomalies of a run from its transaction ledger, with window functions
-over the layout of :mod:`eoslab.verify.transactions.ledger`: no window shuffles; the per-record windows
-read the ledger as it is sorted, the per-transaction ones sort within their Spark partition.
+over the layout of :mod:`eoslab.verify.transactions.ledger`: no window shuffles; the per-record
+windows read the ledger as it is sorted, the per-transaction ones sort within their Spark
+partition.
 
 The read is the consumer under test's (the run's ``transactions.isolation``). Definitions (named
 as Jepsen names them where they match):

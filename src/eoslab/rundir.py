@@ -60,7 +60,8 @@ ledger**, what the consumer checker reads beside the topic and the history::
     runs/<run_id>/
       sink.sqlite                  the sink when no PostgreSQL URL is given (a PostgreSQL sink
                                    lives in its server); tables ``orders``, ``effects``,
-                                   ``processed_message`` (:mod:`eoslab.workload.sink.database`)
+                                   ``processed_message``
+                                   (:mod:`eoslab.workload.consumer.sink.database`)
       consumption/
         processed/c<consumer>-<consumer_session>.parquet
                                    PROCESSED_SCHEMA; one row per record the session processed,

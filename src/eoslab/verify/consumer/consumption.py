@@ -31,8 +31,9 @@ EFFECT_COLUMNS = {
     "generation": "int",
     "applied_ms": "bigint",
 }
-"""The ``effects`` columns the checker reads (:data:`eoslab.workload.sink.database.SCHEMA`), with
-Spark's types for them: SQLite reports the types it stores, not the ones declared."""
+"""The ``effects`` columns the checker reads
+(:data:`eoslab.workload.consumer.sink.database.SCHEMA`), with Spark's types for them: SQLite
+reports the types it stores, not the ones declared."""
 LEDGER_NAMES = {
     "producer_session": "session_id",
     "kafka_partition": "partition",

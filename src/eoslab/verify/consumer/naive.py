@@ -22,7 +22,7 @@ import pyarrow.dataset as ds
 
 from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, ConsumptionInfo, Effect, RunDir
 from eoslab.verify.consumer.sink_location import sink_database
-from eoslab.workload.sink.database import Sink
+from eoslab.workload.consumer.sink.database import Sink
 
 Place = tuple[int, int]
 """(partition, offset)."""

@@ -1,6 +1,7 @@
 """Where a run's sink is: run.json's ``consumption.sink``, as the workload recorded it, resolved
 to what the Spark checker's JDBC source reads (:func:`jdbc_sink`) and what the naive checker
-opens with the workload's own :class:`eoslab.workload.sink.database.Sink` (:func:`sink_database`):
+opens with the workload's own :class:`eoslab.workload.consumer.sink.database.Sink`
+(:func:`sink_database`):
 
 - ``sqlite:<path>``: a relative path is the run directory's; when the recorded file is gone but
   the run directory holds ``sink.sqlite`` (the default sink, in a run directory copied
@@ -25,7 +26,7 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from eoslab.rundir import RunDir
 from eoslab.runtime.postgres import lab_password
-from eoslab.workload.sink.database import is_postgres
+from eoslab.workload.consumer.sink.database import is_postgres
 
 SQLITE_PREFIX = "sqlite:"
 SQLITE_DRIVER = "org.sqlite.JDBC"

@@ -49,12 +49,12 @@ from eoslab.clock import now_ms
 from eoslab.rundir import CommitTrigger, Effect, HandlerMode, RunDir, message_id
 from eoslab.workload.consumer.consumption import ConsumptionJournal
 from eoslab.workload.consumer.group_metadata import NO_MEMBERSHIP, membership
+from eoslab.workload.consumer.handlers import AUTO_COMMIT, HANDLERS
+from eoslab.workload.consumer.sink.database import Sink
+from eoslab.workload.consumer.sink.effects import Delivery
+from eoslab.workload.consumer.sink.orders import command_of
 from eoslab.workload.consumer.spec import ConsumerLoop
 from eoslab.workload.drivers.api import ClientApi, halt
-from eoslab.workload.handlers import AUTO_COMMIT, HANDLERS
-from eoslab.workload.sink.database import Sink
-from eoslab.workload.sink.effects import Delivery
-from eoslab.workload.sink.orders import command_of
 
 ARM_CRASH = signal.SIGUSR1
 ARM_FREEZE = signal.SIGUSR2

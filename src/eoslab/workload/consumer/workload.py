@@ -31,9 +31,9 @@ from eoslab.workload.consumer.session import (
     ARM_SEEK_FORWARD,
     ConsumerSpec,
 )
+from eoslab.workload.consumer.sink.database import Sink, describe
 from eoslab.workload.consumer.spec import ConsumerLoop, ConsumerWorkloadSpec
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
-from eoslab.workload.sink.database import Sink, describe
 
 STOP_GRACE_S = 15.0
 OFFSETS_TIMEOUT_S = 10.0

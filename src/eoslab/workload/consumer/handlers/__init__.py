@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from eoslab.rundir import HandlerMode
-from eoslab.workload.handlers import dedup_table, idempotent, naive
-from eoslab.workload.sink.database import Sink
-from eoslab.workload.sink.effects import Delivery
+from eoslab.workload.consumer.handlers import dedup_table, idempotent, naive
+from eoslab.workload.consumer.sink.database import Sink
+from eoslab.workload.consumer.sink.effects import Delivery
 
 Handler = Callable[[Sink, Delivery, str, int], int | None]
 """(sink, delivery, mode, now_ms) -> the effect's apply_order, or None: skipped as a duplicate."""

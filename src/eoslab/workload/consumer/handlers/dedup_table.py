@@ -7,8 +7,8 @@ the effect follows in the same transaction: both land, or neither.
 
 from __future__ import annotations
 
-from eoslab.workload.sink.database import Sink
-from eoslab.workload.sink.effects import Delivery, apply_effect
+from eoslab.workload.consumer.sink.database import Sink
+from eoslab.workload.consumer.sink.effects import Delivery, apply_effect
 
 INSERT_PROCESSED = (
     "INSERT INTO processed_message (message_id, consumer_session, processed_ms) VALUES (?, ?, ?)"

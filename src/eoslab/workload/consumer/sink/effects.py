@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from eoslab.message import Message
 from eoslab.rundir import message_id
-from eoslab.workload.sink.database import Transaction
-from eoslab.workload.sink.orders import STATE_AFTER, Command, State
+from eoslab.workload.consumer.sink.database import Transaction
+from eoslab.workload.consumer.sink.orders import STATE_AFTER, Command, State
 
 UPSERT_ORDER = f"""
 INSERT INTO orders (producer_session, key, state, version, changes, invalid, last_key_seq,

@@ -10,8 +10,8 @@ applied, and the checker finds its effect missing from the sink (``effect_lost``
 
 from __future__ import annotations
 
-from eoslab.workload.sink.database import Sink
-from eoslab.workload.sink.effects import Delivery, apply_effect
+from eoslab.workload.consumer.sink.database import Sink
+from eoslab.workload.consumer.sink.effects import Delivery, apply_effect
 
 
 def apply(sink: Sink, delivery: Delivery, mode: str, now_ms: int) -> int | None:

@@ -6,8 +6,8 @@ counted twice, often an invalid transition (a second ORDER_CREATE on an open ord
 
 from __future__ import annotations
 
-from eoslab.workload.sink.database import Sink
-from eoslab.workload.sink.effects import Delivery, apply_effect
+from eoslab.workload.consumer.sink.database import Sink
+from eoslab.workload.consumer.sink.effects import Delivery, apply_effect
 
 
 def apply(sink: Sink, delivery: Delivery, mode: str, now_ms: int) -> int | None:

@@ -1,4 +1,4 @@
-"""The transaction ledger: a session's journal sealed into Parquet, with the outcome of every
+"""The transactions journal: a session's journal sealed into Parquet, with the outcome of every
 transaction, including those a kill -9 left without an answer."""
 
 from __future__ import annotations

@@ -36,8 +36,17 @@ run; the checker; the report; the orchestration; the entry points (`make soak` a
 nothing imports it)."""
 SAME_LAYER_ORDER = {("probe", "workload")}
 """Packages of one layer that may import one another in this direction only."""
-SEPARATE_ROOMS = ("eoslab.refbroker.groups", "eoslab.refbroker.transactions")
-"""Sub-packages that never import each other: the broker (broker.py) wires them together."""
+SEPARATE_ROOMS = (
+    "eoslab.refbroker.groups",
+    "eoslab.refbroker.transactions",
+    "eoslab.verify.producer",
+    "eoslab.verify.consumer",
+    "eoslab.verify.transactions",
+    "eoslab.verify.copy",
+)
+"""Sub-packages that never import each other: the reference broker's coordinators (the broker,
+broker.py, wires them together) and the checker's halves (what they share is in
+``eoslab.verify.streams``; the checker and the naive checker wire them together)."""
 ROOT = Path(eoslab.__file__).parent
 
 
@@ -165,11 +174,15 @@ def crossings(graph: dict[str, set[str]]) -> list[str]:
     )
 
 
-def test_the_coordinators_of_the_reference_broker_do_not_import_each_other() -> None:
+def test_the_broker_coordinators_and_the_checker_halves_do_not_import_each_other() -> None:
     assert crossings(import_graph()) == []
-    planted = {"eoslab.refbroker.groups.handlers": {"eoslab.refbroker.transactions.handlers"}}
+    planted = {
+        "eoslab.refbroker.groups.handlers": {"eoslab.refbroker.transactions.handlers"},
+        "eoslab.verify.consumer.ledger": {"eoslab.verify.producer.ledger", "eoslab.verify.streams"},
+    }
     assert crossings(planted) == [
-        "eoslab.refbroker.groups.handlers imports eoslab.refbroker.transactions.handlers"
+        "eoslab.refbroker.groups.handlers imports eoslab.refbroker.transactions.handlers",
+        "eoslab.verify.consumer.ledger imports eoslab.verify.producer.ledger",
     ]
 
 
@@ -179,7 +192,7 @@ def test_the_checks_above_can_fail() -> None:
         "eoslab.runtime.local": {"eoslab.nemesis.nemesis"},
         "eoslab.nemesis.nemesis": {"eoslab.runtime.local"},
         "eoslab.workload.supervisor": {"eoslab.probe.runner"},
-        "eoslab.probe.runner": {"eoslab.workload.ledger"},
+        "eoslab.probe.runner": {"eoslab.workload.producer.history"},
     }
     assert upward_imports(planted) == [
         "eoslab.runtime.local imports eoslab.nemesis.nemesis",

@@ -41,7 +41,7 @@ from eoslab.settings import TARGETS, BasePort, runs_root
 from eoslab.verify import command as verify_command
 from eoslab.workload.drivers import command as clients_command
 
-WARMUP_MODULE = "eoslab.verify.warmup"
+WARMUP_MODULE = "eoslab.orchestration.warmup"
 """Run as a module, not imported: the CLI starts without pyspark."""
 
 app = typer.Typer(
@@ -116,8 +116,8 @@ def up(
 
 
 def _warm_up_spark(lab: LocalRuntime) -> None:
-    """One check in the background (:mod:`eoslab.verify.warmup`, bounded), so that the warm
-    Spark is warm by the first real check. Started as one of the lab's processes: ``lab down``
+    """One check in the background (:mod:`eoslab.orchestration.warmup`, bounded), so that the
+    warm Spark is warm by the first real check. Started as one of the lab's processes: ``lab down``
     stops it with the rest if it is still running."""
     log = lab.log_path("spark-warmup")
     argv = [sys.executable, "-m", WARMUP_MODULE]

@@ -28,7 +28,7 @@ This layout is the contract between the run executor (which writes it) and the c
         verdict.json               Verdict: every check, expected against observed
 
 History outcomes (:class:`Outcome`; the error → outcome mapping is in
-:mod:`eoslab.workload.outcomes`):
+:mod:`eoslab.workload.producer.outcomes`):
 
 - ``ack``: a delivery report without error; ``offset`` and ``ack_ms`` are set;
 - ``fail``: definitely not written (rejected before any write, or never left the client);
@@ -60,7 +60,8 @@ ledger**, what the consumer checker reads beside the topic and the history::
     runs/<run_id>/
       sink.sqlite                  the sink when no PostgreSQL URL is given (a PostgreSQL sink
                                    lives in its server); tables ``orders``, ``effects``,
-                                   ``processed_message`` (:mod:`eoslab.workload.sink.database`)
+                                   ``processed_message``
+                                   (:mod:`eoslab.workload.consumer.sink.database`)
       consumption/
         processed/c<consumer>-<consumer_session>.parquet
                                    PROCESSED_SCHEMA; one row per record the session processed,

@@ -23,11 +23,11 @@ from eoslab.rundir import (
     RunDir,
     message_id,
 )
-from eoslab.workload.consumption import ConsumptionJournal, seal_session
-from eoslab.workload.handlers import HANDLERS
-from eoslab.workload.sink.database import Sink, describe
-from eoslab.workload.sink.effects import Delivery, apply_effect
-from eoslab.workload.sink.orders import command_of
+from eoslab.workload.consumer.consumption import ConsumptionJournal, seal_session
+from eoslab.workload.consumer.handlers import HANDLERS
+from eoslab.workload.consumer.sink.database import Sink, describe
+from eoslab.workload.consumer.sink.effects import Delivery, apply_effect
+from eoslab.workload.consumer.sink.orders import command_of
 
 PROCESSED_MS = 1_700_000_100_000
 

@@ -19,7 +19,7 @@ from txn_planted import RUN_ID, SESSION, PlantedHistory, clean
 
 from eoslab.message import Copy, Message, encode_copy, encode_value
 from eoslab.rundir import RunDir
-from eoslab.verify.naive_copy import CopyRecord, parse_copy
+from eoslab.verify.copy.naive import CopyRecord, parse_copy
 
 COPIER = "c0"
 Location = tuple[str, int, int, int, int | None, int | None]

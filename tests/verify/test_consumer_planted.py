@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from eoslab.rundir import CONSUMER_ANOMALIES, Effect, RunDir
 from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
-from eoslab.verify.sink_location import PASSWORD_VARIABLE
+from eoslab.verify.consumer.sink_location import PASSWORD_VARIABLE
 
 FOUND = {
     "duplicate": ">0",

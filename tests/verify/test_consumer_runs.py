@@ -25,8 +25,8 @@ from eoslab.rundir import CONSUMER_ANOMALIES, PRODUCER_ANOMALIES, RunDir, RunInf
 from eoslab.runtime.local import LocalRuntime
 from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
-from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
-from eoslab.workload.consumer_workload import ConsumerWorkload
+from eoslab.workload.consumer.spec import ConsumerWorkloadSpec
+from eoslab.workload.consumer.workload import ConsumerWorkload
 from lab_workloads import PRODUCER_CONFIG, run_producers
 
 pytestmark = pytest.mark.lab

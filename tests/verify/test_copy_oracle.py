@@ -7,7 +7,7 @@ import pytest
 from copy_planted import ALSO, clean_copies, planted
 
 from eoslab.rundir import COPY_ANOMALIES
-from eoslab.verify.naive_copy import copy_anomalies, count_copy_anomalies
+from eoslab.verify.copy.naive import copy_anomalies, count_copy_anomalies
 
 
 def test_the_clean_copy_has_no_copy_anomaly() -> None:

@@ -15,12 +15,13 @@ from test_suites import assert_read_as_clustered, names, plan_nodes
 from txn_planted import RUN_ID
 
 from eoslab.rundir import COPY_ANOMALIES
-from eoslab.verify import copy_anomalies, suites
-from eoslab.verify.copy_ledger import build_copy_ledger, parse_copies
+from eoslab.verify import suites
+from eoslab.verify.copy import anomalies as copy_anomalies
+from eoslab.verify.copy.ledger import build_copy_ledger, parse_copies
+from eoslab.verify.copy.naive import copy_anomalies as naive_anomalies
 from eoslab.verify.counting import count_rows
-from eoslab.verify.naive_copy import copy_anomalies as naive_anomalies
 from eoslab.verify.spark_session import spark_path
-from eoslab.verify.txn_ledger import read_reads, read_transactions
+from eoslab.verify.transactions.ledger import read_reads, read_transactions
 
 pytestmark = pytest.mark.lab
 

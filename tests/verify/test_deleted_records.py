@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from eoslab.rundir import HISTORY_SCHEMA, Outcome
-from eoslab.verify import history, naive
+from eoslab.verify.producer import history, naive
 
 
 def _history(folder: Path) -> None:

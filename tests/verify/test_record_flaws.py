@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from eoslab.message import Message, encode_value
-from eoslab.verify import naive
+from eoslab.verify.producer import naive
 from eoslab.verify.topic_reader import classify
 
 RUN = "flaws-run"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eoslab.verify.sink_location import (
+from eoslab.verify.consumer.sink_location import (
     POSTGRES_DRIVER,
     SQLITE_DRIVER,
     JdbcSink,

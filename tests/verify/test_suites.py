@@ -21,11 +21,11 @@ from eoslab.rundir import (
     PRODUCER_ANOMALIES,
     TRANSACTION_ANOMALIES,
 )
-from eoslab.verify import consumer_anomalies
-from eoslab.verify.consumer_ledger import build_consumer_ledger, build_polls
-from eoslab.verify.consumption import EFFECT_COLUMNS, LEDGER_NAMES
-from eoslab.verify.history import read_history
-from eoslab.verify.ledger import build_ledger, by_key, run_rows
+from eoslab.verify.consumer import anomalies as consumer_anomalies
+from eoslab.verify.consumer.consumption import EFFECT_COLUMNS, LEDGER_NAMES
+from eoslab.verify.consumer.ledger import build_consumer_ledger, build_polls
+from eoslab.verify.producer.history import read_history
+from eoslab.verify.producer.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.suites import (
     CONSUMER_SUITE_NAMES,
     SUITE_NAMES,

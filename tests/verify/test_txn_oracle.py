@@ -7,9 +7,9 @@ import pytest
 from txn_planted import ALSO, clean, planted
 
 from eoslab.rundir import TRANSACTION_ANOMALIES
-from eoslab.verify.history import EXCUSED_OUTCOMES
-from eoslab.verify.naive import excuse_aborted
-from eoslab.verify.naive_txn import aborted_records, count_txn_anomalies, txn_anomalies
+from eoslab.verify.producer.history import EXCUSED_OUTCOMES
+from eoslab.verify.producer.naive import excuse_aborted
+from eoslab.verify.transactions.naive import aborted_records, count_txn_anomalies, txn_anomalies
 
 
 def test_the_clean_history_has_no_transaction_anomaly() -> None:

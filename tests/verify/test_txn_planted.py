@@ -13,10 +13,11 @@ from test_suites import assert_read_as_clustered, names, plan_nodes
 from txn_planted import ALSO, PlantedHistory, clean, planted
 
 from eoslab.rundir import TRANSACTION_ANOMALIES
-from eoslab.verify import suites, txn_anomalies
+from eoslab.verify import suites
 from eoslab.verify.counting import count_rows
-from eoslab.verify.naive_txn import txn_anomalies as naive_anomalies
-from eoslab.verify.txn_ledger import build_txn_ledger, read_reads, read_transactions
+from eoslab.verify.transactions import anomalies as txn_anomalies
+from eoslab.verify.transactions.ledger import build_txn_ledger, read_reads, read_transactions
+from eoslab.verify.transactions.naive import txn_anomalies as naive_anomalies
 
 pytestmark = pytest.mark.lab
 

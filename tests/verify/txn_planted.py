@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from eoslab.rundir import READS_SCHEMA, TRANSACTIONS_SCHEMA, RunDir, TxnOutcome
-from eoslab.workload.ledger import write_part
+from eoslab.workload.parts import write_part
 
 RUN_ID = "planted-txn"
 SESSION = "s0"

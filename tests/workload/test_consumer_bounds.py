@@ -11,8 +11,8 @@ import pytest
 
 from eoslab.run_context import RunContext
 from eoslab.rundir import RunDir
-from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
-from eoslab.workload.consumer_workload import ConsumerWorkload
+from eoslab.workload.consumer.spec import ConsumerWorkloadSpec
+from eoslab.workload.consumer.workload import ConsumerWorkload
 
 NOWHERE = "127.0.0.1:9"
 """The discard port: nothing listens, librdkafka keeps retrying."""

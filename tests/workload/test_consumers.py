@@ -20,9 +20,9 @@ from eoslab.clock import wait_until
 from eoslab.run_context import RunContext
 from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, RunDir, message_id, new_run_id
 from eoslab.runtime.local import LocalRuntime
-from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
-from eoslab.workload.consumer_workload import ConsumerWorkload
-from eoslab.workload.sink.database import Sink
+from eoslab.workload.consumer.sink.database import Sink
+from eoslab.workload.consumer.spec import ConsumerWorkloadSpec
+from eoslab.workload.consumer.workload import ConsumerWorkload
 from lab_workloads import run_producers
 
 pytestmark = pytest.mark.lab

@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from eoslab.rundir import COMMITS_SCHEMA, PROCESSED_SCHEMA, RunDir
-from eoslab.workload.consumer_spec import DEFAULT_CONSUMER_CONFIG, ConsumerWorkloadSpec
-from eoslab.workload.consumption import ConsumptionJournal, read_journal, seal_session
+from eoslab.workload.consumer.consumption import ConsumptionJournal, read_journal, seal_session
+from eoslab.workload.consumer.spec import DEFAULT_CONSUMER_CONFIG, ConsumerWorkloadSpec
 
 MEMBERSHIP = {
     "run_id": "run-1",

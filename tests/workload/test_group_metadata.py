@@ -7,7 +7,7 @@ import struct
 import pytest
 from confluent_kafka import Consumer
 
-from eoslab.workload.group_metadata import (
+from eoslab.workload.consumer.group_metadata import (
     NO_MEMBERSHIP,
     GroupMetadataError,
     Membership,

@@ -8,9 +8,14 @@ import pyarrow.dataset as ds
 import pytest
 
 from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir
-from eoslab.workload.ledger import HistoryWriter, SendJournal, read_journal, settle_killed_session
-from eoslab.workload.outcomes import PRODUCER_KILLED, outcome_of
-from eoslab.workload.plan import KeySpace, RecordStream
+from eoslab.workload.producer.history import (
+    HistoryWriter,
+    SendJournal,
+    read_journal,
+    settle_killed_session,
+)
+from eoslab.workload.producer.outcomes import PRODUCER_KILLED, outcome_of
+from eoslab.workload.producer.plan import KeySpace, RecordStream
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ from eoslab.run_context import RunContext
 from eoslab.rundir import GroupProtocol, RunDir, message_id, new_run_id
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import kafka4_service
-from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
-from eoslab.workload.consumer_workload import ConsumerWorkload
+from eoslab.workload.consumer.spec import ConsumerWorkloadSpec
+from eoslab.workload.consumer.workload import ConsumerWorkload
 from lab_workloads import run_producers
 
 pytestmark = [pytest.mark.lab, pytest.mark.kafka4]

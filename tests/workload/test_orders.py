@@ -6,7 +6,7 @@ import zlib
 
 from pyspark.sql import SparkSession
 
-from eoslab.workload.sink.orders import (
+from eoslab.workload.consumer.sink.orders import (
     COMMAND_SQL,
     MAX_MODIFICATIONS,
     Command,

@@ -10,10 +10,10 @@ import pytest
 
 from eoslab.message import Message
 from eoslab.rundir import HANDLER_MODES
-from eoslab.workload.handlers import HANDLERS
-from eoslab.workload.sink.database import Sink, describe, is_postgres
-from eoslab.workload.sink.effects import Delivery
-from eoslab.workload.sink.orders import Command, command_of, lifecycle
+from eoslab.workload.consumer.handlers import HANDLERS
+from eoslab.workload.consumer.sink.database import Sink, describe, is_postgres
+from eoslab.workload.consumer.sink.effects import Delivery
+from eoslab.workload.consumer.sink.orders import Command, command_of, lifecycle
 
 SEED = 11
 SESSION = "a" * 32

@@ -12,12 +12,12 @@ import pytest
 
 from eoslab.run_context import RunContext
 from eoslab.rundir import RunDir, SessionInfo
-from eoslab.workload.ledger import SendJournal
-from eoslab.workload.plan import PlannedRecord
+from eoslab.workload.producer.history import SendJournal
+from eoslab.workload.producer.plan import PlannedRecord
 from eoslab.workload.sessions import Session
 from eoslab.workload.spec import TransactionSpec, WorkloadSpec
 from eoslab.workload.supervisor import Workload, WorkloadError
-from eoslab.workload.txn_ledger import COMMIT, TransactionJournal
+from eoslab.workload.transactions.journal import COMMIT, TransactionJournal
 
 
 @dataclass

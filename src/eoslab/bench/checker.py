@@ -30,8 +30,8 @@ from eoslab.rundir import RunDir
 from eoslab.runtime.topology import LabConfig
 from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
-from eoslab.verify.history import read_history
-from eoslab.verify.ledger import build_ledger
+from eoslab.verify.producer.history import read_history
+from eoslab.verify.producer.ledger import build_ledger
 from eoslab.verify.spark_session import build_session
 from eoslab.verify.topic_reader import classify, read_raw
 from eoslab.workload.synthetic import PARTITIONS, generate

@@ -48,7 +48,7 @@ from eoslab.run_context import RunContext
 from eoslab.runtime.lab import ProcessFaults
 from eoslab.runtime.netfaults import LabNetwork, Partitionable
 from eoslab.runtime.topology import REFBROKER_SERVICE, broker_service
-from eoslab.workload.consumer_workload import ConsumerWorkload
+from eoslab.workload.consumer.workload import ConsumerWorkload
 from eoslab.workload.supervisor import Workload
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from eoslab.probe.runner import FlowRun
 from eoslab.probe.transcript import NONE, Exchange
 from eoslab.rundir import Outcome, RunDir
-from eoslab.workload.ledger import HistoryWriter
+from eoslab.workload.producer.history import HistoryWriter
 
 
 @dataclass(frozen=True)

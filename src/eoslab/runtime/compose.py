@@ -466,7 +466,7 @@ class ComposeRuntime:
         log = self._local.log_path("spark-warmup")
         log.parent.mkdir(parents=True, exist_ok=True)
         self._container("spark-connect").exec_run(
-            ["sh", "-c", f"exec python -m eoslab.verify.warmup >> '{log}' 2>&1"], detach=True
+            ["sh", "-c", f"exec python -m eoslab.orchestration.warmup >> '{log}' 2>&1"], detach=True
         )
         return f"The warm Spark is warming up in the background (log: {log})."
 

@@ -10,7 +10,7 @@ A transactional workload (``workload.transactions``) gets its readers too
 (:class:`~eoslab.workload.reader.TopicReaders`): one consumer per isolation level reads the
 topic live from before the first send, and on to the end once the producers have stopped and
 the lab is healed; a reader that could not reach the end makes the run invalid. With a copier
-stage (``workload.copy``) the copiers (:class:`~eoslab.workload.copier_workload.CopierWorkload`)
+stage (``workload.copy``) the copiers (:class:`~eoslab.workload.copy.workload.CopierWorkload`)
 copy the topic to ``<topic>.copy`` beside the producers and, once the readers are done (no
 transaction open in the input), copy on to its end and exit; one that cannot makes the run
 invalid.
@@ -63,9 +63,9 @@ from eoslab.runtime.topology import LabConfig
 from eoslab.runtime.versions import broker_version
 from eoslab.scenarios.schema import Scenario
 from eoslab.settings import BasePort
-from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
-from eoslab.workload.consumer_workload import SETTLE_TIMEOUT_S, ConsumerWorkload
-from eoslab.workload.copier_workload import CopierWorkload
+from eoslab.workload.consumer.spec import ConsumerWorkloadSpec
+from eoslab.workload.consumer.workload import SETTLE_TIMEOUT_S, ConsumerWorkload
+from eoslab.workload.copy.workload import CopierWorkload
 from eoslab.workload.drivers.registry import check_config, default_client, prepare
 from eoslab.workload.reader import TopicReaders
 from eoslab.workload.spec import WorkloadSpec

@@ -31,7 +31,7 @@ from eoslab.rundir import (
     LabTarget,
     default_expectations,
 )
-from eoslab.workload.consumer_spec import ConsumerWorkloadSpec
+from eoslab.workload.consumer.spec import ConsumerWorkloadSpec
 from eoslab.workload.drivers.librdkafka import installable as installable_librdkafka
 from eoslab.workload.spec import DEFAULT_PRODUCER_CONFIG, WorkloadSpec
 

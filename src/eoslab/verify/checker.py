@@ -6,11 +6,11 @@ the metrics, the ``consumer_exactly_once`` suite and the consumer checks in the 
 
 A run with transactional producers (run.json's ``transactions``) gets the transactions checked:
 its transaction ledger beside the read of the consumer under test, the transaction anomalies
-(:mod:`eoslab.verify.txn_anomalies`), the transaction figures in the metrics, the
+(:mod:`eoslab.verify.transactions.anomalies`), the transaction figures in the metrics, the
 ``transactions`` suite and the transaction checks in the verdict. A run with a copier stage
 (run.json's ``copier``) gets the copy checked: the output topic read read_committed (kept in
 ``copy-topic/``) beside the input the read_committed reader saw, the copy anomalies
-(:mod:`eoslab.verify.copy_anomalies`), the copier figures, and the ``copy`` suite.
+(:mod:`eoslab.verify.copy.anomalies`), the copier figures, and the ``copy`` suite.
 
 Everything it writes goes under ``RUN_DIR/checker/`` (replaced on every check): the anomaly
 tables (Parquet, one folder per anomaly), ``metrics.json``, the GX context with its Data Docs
@@ -51,31 +51,28 @@ from eoslab.rundir import (
     Verdict,
     VerdictLinks,
 )
-from eoslab.verify import (
-    anomalies,
-    consumer_anomalies,
-    copy_anomalies,
-    metrics,
-    naive,
-    suites,
-    txn_anomalies,
-)
-from eoslab.verify.consumer_ledger import build_consumer_ledger, build_polls, committed_offsets
-from eoslab.verify.consumption import read_commits, read_effects, read_processed
-from eoslab.verify.copy_ledger import build_copy_ledger, parse_copies
+from eoslab.verify import metrics, naive, suites
+from eoslab.verify.consumer import anomalies as consumer_anomalies
+from eoslab.verify.consumer.consumption import read_commits, read_effects, read_processed
+from eoslab.verify.consumer.ledger import build_consumer_ledger, build_polls, committed_offsets
+from eoslab.verify.consumer.sink_location import jdbc_sink
+from eoslab.verify.copy import anomalies as copy_anomalies
+from eoslab.verify.copy.ledger import build_copy_ledger, parse_copies
 from eoslab.verify.counting import count_rows
-from eoslab.verify.history import excuse_aborted, read_dataset, read_history
-from eoslab.verify.ledger import build_ledger, by_key, run_rows
-from eoslab.verify.sink_location import jdbc_sink
+from eoslab.verify.producer import anomalies as producer_anomalies
+from eoslab.verify.producer.history import excuse_aborted, read_history
+from eoslab.verify.producer.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.spark_session import (
     build_session,
     default_remote,
+    read_dataset,
     run_settings,
     small_run,
     spark_path,
 )
 from eoslab.verify.topic_reader import KeptTopic, classify, read_kept
-from eoslab.verify.txn_ledger import (
+from eoslab.verify.transactions import anomalies as txn_anomalies
+from eoslab.verify.transactions.ledger import (
     aborted_records,
     build_txn_ledger,
     read_reads,
@@ -313,8 +310,8 @@ def _check(
         with phases("anomalies"):
             key_ledger = cache(by_key(ledger))
             tables = {
-                **anomalies.derive(ledger, key_ledger),
-                FOREIGN: anomalies.foreign(ledger),
+                **producer_anomalies.derive(ledger, key_ledger),
+                FOREIGN: producer_anomalies.foreign(ledger),
             }
             frames = {"log": ledger, "ledger": run_rows(ledger), "key_ledger": key_ledger}
             half_figures: dict[str, Any] = {}

@@ -4,6 +4,9 @@ cluster's), or a JVM of its own (local, or spark-submit's), with the lab's setti
 
 Which one, when nothing says: ``$EOSLAB_SPARK_REMOTE``, else the lab's Spark Connect service
 when it is up, else a local JVM.
+
+The workload's ledgers (Parquet datasets: the history, the consumption ledger, the transactions)
+are read into it with the contract's schemas (:func:`read_dataset`).
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pyarrow as pa
 from pyspark.errors import PySparkException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from eoslab.runtime.health import port_open
 from eoslab.runtime.spark import (
@@ -96,6 +101,15 @@ def spark_path(path: Path) -> str:
     Connect server resolves a relative path against its own working directory, not the
     client's (``eoslab verify runs/<id>`` read ``<the server's folder>/runs/<id>``)."""
     return str(path.resolve())
+
+
+def read_dataset(spark: SparkSession, folder: Path, schema: pa.Schema) -> DataFrame:
+    """A ledger folder's rows; an empty (or missing) folder reads as no rows, not as an error, so
+    a run whose workload never wrote a file is still checked (its records show up as anomalies)."""
+    spark_schema = from_arrow_schema(schema)
+    if not any(folder.glob("*.parquet")):
+        return spark.createDataFrame([], spark_schema)
+    return spark.read.schema(spark_schema).parquet(spark_path(folder))
 
 
 def small_run(records: int) -> bool:

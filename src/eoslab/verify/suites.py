@@ -2,13 +2,14 @@
 
 The suites live in the repository as JSON files (``name``, ``version``, ``description``,
 ``asset``: the checker frame the suite validates, ``ledger`` or ``key_ledger`` (see
-:mod:`eoslab.verify.ledger`) or ``log`` (the whole ledger, the records that are not the run's
-included: the ``log_integrity`` suite) or ``consumer_ledger`` (:mod:`eoslab.verify.consumer_ledger`: only
-runs with a consumer workload have it, and the consumer suites), ``polls`` (what each consumer
-saw, :func:`eoslab.verify.consumer_ledger.build_polls`: the ``consumer_polls`` suite's) or
+:mod:`eoslab.verify.producer.ledger`) or ``log`` (the whole ledger, the records that are not the
+run's included: the ``log_integrity`` suite) or ``consumer_ledger``
+(:mod:`eoslab.verify.consumer.ledger`: only runs with a consumer workload have it, and the
+consumer suites), ``polls`` (what each consumer
+saw, :func:`eoslab.verify.consumer.ledger.build_polls`: the ``consumer_polls`` suite's) or
 ``commits`` (the consumption ledger's commit rows, the ``committed_offsets`` suite's) or ``txn_ledger``
-(:mod:`eoslab.verify.txn_ledger`: only runs with transactional producers have it, and the
-``transactions`` suite) or ``copy_ledger`` (:mod:`eoslab.verify.copy_ledger`: only runs with
+(:mod:`eoslab.verify.transactions.ledger`: only runs with transactional producers have it, and the
+``transactions`` suite) or ``copy_ledger`` (:mod:`eoslab.verify.copy.ledger`: only runs with
 a copier stage have it, and the ``copy`` suite), and ``expectations``: GX expectation configurations whose
 ``meta.anomalies`` names the anomaly tables each expectation stands for). Every run gets a
 file-backed GX context under ``RUN_DIR/checker/gx/``: the suites, the validation results and the

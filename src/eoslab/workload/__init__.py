@@ -1,1 +1,2 @@
-"""The workload: producer processes sending a deterministic stream, and the history ledger."""
+"""The workload: producer, consumer, transactional and copier sessions as OS processes (one
+folder per half), the journals they leave for the checker, and the sessions' supervisors."""

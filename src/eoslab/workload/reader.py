@@ -30,7 +30,7 @@ from eoslab.message import MessageFormatError, decode
 from eoslab.run_context import RunContext
 from eoslab.rundir import ISOLATIONS, READS_SCHEMA, Isolation, ReadInfo, RunDir
 from eoslab.workload.drivers.api import ClientApi, ConsumerApi
-from eoslab.workload.ledger import write_part
+from eoslab.workload.parts import write_part
 from eoslab.workload.sessions import SessionProcess, stop_all
 
 POLL_S = 0.1

@@ -1,12 +1,12 @@
 """The workload as a whole: P producer processes, their sessions, crashes and restarts.
 
-Each producer index runs one session at a time, a `python -m eoslab.workload.producer`
+Each producer index runs one session at a time, a `python -m eoslab.workload.producer.session`
 process. A crash is a real kill -9; the killed session's in-flight records are then settled
 as indeterminate, and a restart starts a new session (a new session id, a new PID from the
 broker) that sends what is left of the producer's share.
 
 With ``transactions`` in the spec the sessions are transactional
-(``python -m eoslab.workload.transactional``): producer ``i`` has the transactional id
+(``python -m eoslab.workload.transactions.session``): producer ``i`` has the transactional id
 :func:`transactional_id` in every session, so a restart fences the session before it, and
 whenever a session ends, however it ends, its transaction journal is sealed into the ledger.
 
@@ -14,7 +14,7 @@ A transactional session can also be made a zombie (:meth:`Workload.freeze_mid_tr
 :meth:`Workload.take_over`, :meth:`Workload.resume`): frozen inside an open transaction while a
 newer session of the same producer runs beside it. The newer session takes what is left of the
 share but for every record of the transactions the frozen one began (it sends the rest of its
-open transaction when resumed, and begins no other: :mod:`eoslab.workload.transactional`).
+open transaction when resumed, and begins no other: :mod:`eoslab.workload.transactions.session`).
 """
 
 from __future__ import annotations
@@ -27,18 +27,18 @@ from typing import Any
 from eoslab.clock import now_ms, wait_until
 from eoslab.run_context import RunContext
 from eoslab.rundir import SessionInfo
-from eoslab.workload.ledger import read_journal, settle_killed_session
-from eoslab.workload.producer import SessionSpec
+from eoslab.workload.producer.history import read_journal, settle_killed_session
+from eoslab.workload.producer.session import SessionSpec
 from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop_all
 from eoslab.workload.spec import WorkloadSpec
-from eoslab.workload.transactional import ARM_FREEZE, FROZEN
-from eoslab.workload.txn_ledger import (
+from eoslab.workload.transactions.journal import (
     begun_records,
     open_transaction,
     read_events,
     seal_transactions,
     unsettled_transaction,
 )
+from eoslab.workload.transactions.session import ARM_FREEZE, FROZEN
 
 STOP_GRACE_S = 10.0
 READY_TIMEOUT_S = 60.0
@@ -285,9 +285,9 @@ class Workload:
         session = Session(
             info,
             SessionProcess(
-                "eoslab.workload.producer"
+                "eoslab.workload.producer.session"
                 if spec.transactions is None
-                else "eoslab.workload.transactional",
+                else "eoslab.workload.transactions.session",
                 spec.model_dump_json(),
                 self.run_dir.journal_dir / f"{session_id}.log",
                 on_exit=ended,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from eoslab.run_context import RunContext
     from eoslab.runtime.lab import ProcessFaults
     from eoslab.runtime.netfaults import LabNetwork
-    from eoslab.workload.consumer_workload import ConsumerWorkload
+    from eoslab.workload.consumer.workload import ConsumerWorkload
     from eoslab.workload.supervisor import Workload
 
 LEADER = "leader"

@@ -12,7 +12,7 @@ librdkafka raises for either (``_FENCED``, see :data:`FENCING_ERRORS`).
 The records: the new session takes over every record the zombie had not yet put in a
 transaction; the zombie keeps only the transaction it had open (its late writes), and begins no
 other even when nothing fences it, so the producer's share is sent once whatever the broker does
-(:mod:`eoslab.workload.transactional`).
+(:mod:`eoslab.workload.transactions.session`).
 
 Evidence: the session froze with a transaction open (records acknowledged, no commit asked
 for), the new session initialised the same producer id at a newer epoch, and the resumed zombie

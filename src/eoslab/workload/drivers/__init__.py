@@ -2,9 +2,9 @@
 consumer, copier) runs on the Kafka client a user runs — librdkafka, Kafka's Java client or
 franz-go — at the version they run. One folder per client, one contract for all:
 
-- the roles (``eoslab.workload.producer``, ``transactional``, ``reader``, ``consumer``,
-  ``copier``) are the application: what to send, when to commit, what a record's effect is,
-  and every ledger line, written by the same code whatever the client;
+- the roles (the sessions of ``eoslab.workload``'s producer, transactions, consumer and copy
+  halves, and its ``reader``) are the application: what to send, when to commit, what a
+  record's effect is, and every journal line, written by the same code whatever the client;
 - a driver gives them their client as :mod:`eoslab.workload.drivers.api` shapes it
   (librdkafka's API, the one the roles were written against): librdkafka is itself, in the
   session's process; the Java client and franz-go are a small program of their own, a child

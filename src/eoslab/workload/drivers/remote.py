@@ -352,8 +352,9 @@ class RemoteProducer:
 
 
 def librdkafka_stats(stats: Line, outstanding: int) -> Line:
-    """A driver's statistics in the shape of librdkafka's (what :mod:`eoslab.workload.stats`
-    reads): the producer id and epoch, records sent, and the retries the client counted."""
+    """A driver's statistics in the shape of librdkafka's (what
+    :mod:`eoslab.workload.producer.stats` reads): the producer id and epoch, records sent, and
+    the retries the client counted."""
     return {
         "txmsgs": stats.get("record-send-total"),
         "msg_cnt": outstanding,

@@ -15,9 +15,10 @@ offsets the producers left); every wait is bounded.
 from __future__ import annotations
 
 import signal
+import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from eoslab.admin import committed_offsets
 from eoslab.clock import now_ms, wait_until
@@ -37,6 +38,14 @@ from eoslab.workload.sessions import Session, SessionProcess, SessionTable, stop
 
 STOP_GRACE_S = 15.0
 OFFSETS_TIMEOUT_S = 10.0
+# what a partition's leader answers ListOffsets with while leadership moves
+_LEADER_MOVING = {
+    KafkaError.OFFSET_NOT_AVAILABLE,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.FENCED_LEADER_EPOCH,
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+}
 ARM_TIMEOUT_S = 60.0
 """How long an armed crash or freeze point may wait for the consumer's next effect."""
 SETTLE_TIMEOUT_S = 60.0
@@ -199,9 +208,7 @@ class ConsumerWorkload:
         """Each partition's high watermark now (where the producers left it)."""
         observer = self._offsets_observer()
         return {
-            p: observer.get_watermark_offsets(
-                TopicPartition(self.context.topic, p), timeout=OFFSETS_TIMEOUT_S
-            )[1]
+            p: _high_watermark(observer, TopicPartition(self.context.topic, p))
             for p in range(self.context.partitions)
         }
 
@@ -350,3 +357,17 @@ class ConsumerWorkload:
         )
         self._sessions.add(consumer, session)
         return session
+
+
+def _high_watermark(observer: Consumer, partition: TopicPartition) -> int:
+    """The partition's high watermark, asked again while its leader answers with a retriable
+    error (a leader elected moments ago answers OFFSET_NOT_AVAILABLE until its high watermark
+    has caught up), for up to :data:`OFFSETS_TIMEOUT_S`."""
+    deadline = time.monotonic() + OFFSETS_TIMEOUT_S
+    while True:
+        try:
+            return int(observer.get_watermark_offsets(partition, timeout=OFFSETS_TIMEOUT_S)[1])
+        except KafkaException as failure:
+            if failure.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)

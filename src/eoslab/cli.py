@@ -229,6 +229,13 @@ def prune(
         bool,
         typer.Option(help="Also delete the topics of runs never checked (no copy of their log)."),
     ] = False,
+    external: Annotated[
+        bool,
+        typer.Option(
+            help="Also delete old external runs' topics on the clusters they ran on (their "
+            "eos-<run id> topics only, at the bootstrap each run was given)."
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option(help="Say what would be deleted; delete nothing.")
     ] = False,
@@ -246,7 +253,9 @@ def prune(
         )
     except (LabError, ValueError) as error:
         raise fail(error) from error
-    results = prune_lib.prune(config, old, delete_run_dirs=runs, force=force, dry_run=dry_run)
+    results = prune_lib.prune(
+        config, old, delete_run_dirs=runs, force=force, external=external, dry_run=dry_run
+    )
     table = Table(title="prune" + (" (dry run: nothing deleted)" if dry_run else ""))
     for column in ("run", "target", "topic", "run directory"):
         table.add_column(column)

@@ -408,6 +408,9 @@ class RunInfo(BaseModel):
     broker_version: str | None = None
     """What the target ran (:func:`eoslab.runtime.versions.broker_version`); None: a cluster
     of the user's, or a run from before it was recorded."""
+    judged_as: LabTarget | None = None
+    """An external run: the lab target whose timeline and expectations it followed (``eoslab
+    run --expect-as``, kafka by default); None: a run on the lab's own targets."""
     broker_config: dict[str, str] = Field(default_factory=dict)
     """The Kafka brokers' dynamic configs the scenario set for this run (``broker_config:``),
     put back when it ended; empty: the brokers as the lab started them."""
@@ -604,6 +607,12 @@ def new_run_id(scenario: str, target: str) -> str:
     sorts by start time, says what ran, and stays unique for runs started the same second."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     return f"{stamp}-{scenario}-{target}-{secrets.token_hex(2)}"
+
+
+def run_topic(run_id: str) -> str:
+    """The topic the lab makes for a run, ``eos-<run id>``: on a cluster of the user's, the
+    prefix and the id say whose it is (``eoslab lab prune --external`` deletes no other)."""
+    return f"eos-{run_id}"
 
 
 class RunDirError(ValueError):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from eoslab.admin import topic_exists
+from eoslab.admin import create_topic, delete_topic, topic_exists
 from eoslab.rundir import RunDir, RunInfo
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.prune import TopicFate, old_runs, parse_duration_ms, prune
@@ -84,3 +84,28 @@ def test_prune_deletes_the_topics_of_checked_runs_and_keeps_the_rest(
     assert not topic_exists(bootstrap, runs[1][1].topic)
     assert [p.fate for p in prune(lab.config, runs[1:], force=True)] == [TopicFate.GONE]
     assert unchecked.path.is_dir()  # without delete_run_dirs
+
+
+@pytest.mark.lab
+def test_an_external_runs_topic_is_deleted_only_when_asked_and_no_other_topic_there(
+    lab: LocalRuntime, tmp_path: Path
+) -> None:
+    """The lab's Kafka plays the user's cluster: a run's own topic goes with --external (at the
+    bootstrap the run was given); a run.json edited to name one of the user's topics keeps it,
+    forced or not."""
+    bootstrap = lab.config.bootstrap_servers
+    ours, theirs = (generate(bootstrap, tmp_path, 10, name=n)[0] for n in ("ours", "theirs"))
+    users_topic = f"orders-{theirs.path.name[-6:]}"
+    create_topic(bootstrap, users_topic, partitions=1, replication=1)
+    theirs.write_info(theirs.read_info().model_copy(update={"topic": users_topic}))
+    runs = [(run, run.read_info()) for run in (ours, theirs)]
+
+    kept = prune(lab.config, runs, force=True)
+    assert [p.fate for p in kept] == [TopicFate.KEPT_EXTERNAL, TopicFate.KEPT_NOT_OURS]
+    assert topic_exists(bootstrap, runs[0][1].topic)
+
+    done = prune(lab.config, runs, force=True, external=True)
+    assert [p.fate for p in done] == [TopicFate.DELETED, TopicFate.KEPT_NOT_OURS]
+    assert not topic_exists(bootstrap, runs[0][1].topic)
+    assert topic_exists(bootstrap, users_topic)
+    assert delete_topic(bootstrap, users_topic)

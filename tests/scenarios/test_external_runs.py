@@ -19,7 +19,7 @@ from eoslab.rundir import VerdictStatus
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import KAFKA4_SERVICES
 from eoslab.scenarios.catalogue import find_scenario
-from eoslab.scenarios.executor import RunError, execute
+from eoslab.scenarios.executor import RunError, execute, plan
 from eoslab.settings import HOST, BasePort
 from eoslab.verify.checker import verify_run
 
@@ -37,12 +37,15 @@ def produce_frames(routes: dict[str, Any], names: tuple[str, ...]) -> int:
     return sum(routes[name]["apis"].get("Produce", {}).get("request_frames", 0) for name in names)
 
 
-@pytest.mark.parametrize("scenario", ["lost-acks", "lost-commit"])
+@pytest.mark.parametrize(
+    ("scenario", "expect_as"), [("lost-acks", None), ("lost-commit", "kafka4")]
+)
 def test_a_proxy_fault_on_a_cluster_the_lab_does_not_configure_crosses_the_proxy(
-    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, scenario: str
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, scenario: str, expect_as: str | None
 ) -> None:
-    """The producer half (lost Produce answers on the leader) and the consumer half (lost
-    OffsetCommit answers on the group's coordinator, found through FindCoordinator)."""
+    """The producer half (lost Produce answers on the leader; judged as Kafka 3.9, the default)
+    and the consumer half (lost OffsetCommit answers on the group's coordinator, found through
+    FindCoordinator; judged as Kafka 4, as asked)."""
     witness = ProxyControl(lab.config.proxy_control_url)
     before = witness.counters()["routes"]
     bootstrap = direct_bootstrap(lab)
@@ -55,10 +58,14 @@ def test_a_proxy_fault_on_a_cluster_the_lab_does_not_configure_crosses_the_proxy
         records=RECORDS,
         show_progress=False,
         bootstrap=bootstrap,
+        expect_as=expect_as,
     )
     after = witness.counters()["routes"]
     assert result.invalid_because == []
     info = result.info
+    judged = plan(find_scenario(scenario), "external", bootstrap=bootstrap, expect_as=expect_as)
+    assert info.judged_as == judged.lab_target == (expect_as or "kafka")
+    assert info.expected == judged.scenario.expected.for_run(judged.lab_target, judged.mode)
     (fault,) = info.faults
     assert fault.took_effect, fault.evidence
     assert (fault.target or "").startswith("broker-")

@@ -360,6 +360,20 @@ def test_a_run_whose_record_count_puts_a_trigger_out_of_reach_is_refused_before_
     )
 
 
+def test_an_external_cluster_is_judged_as_kafka_or_as_the_user_asks() -> None:
+    lost_acks = find_scenario("lost-acks")
+    external = {"bootstrap": "127.0.0.1:1"}  # plan never connects
+    assert plan(lost_acks, "external", **external).lab_target == "kafka"
+    as_kafka4 = plan(lost_acks, "external", expect_as="kafka4", **external)
+    assert (as_kafka4.target, as_kafka4.lab_target) == ("external", "kafka4")
+    with pytest.raises(RunError, match=r"^--expect-as 'refbroker': .* kafka or kafka4"):
+        plan(lost_acks, "external", expect_as="refbroker", **external)
+    with pytest.raises(RunError, match="kafka-14417 is not meant for kafka4"):
+        plan(find_scenario("kafka-14417"), "external", expect_as="kafka4", **external)
+    with pytest.raises(RunError, match="--expect-as goes with --target external"):
+        plan(lost_acks, "kafka4", expect_as="kafka4")
+
+
 def test_an_unknown_anomaly_is_one_line_naming_file_field_and_known_names(
     tmp_path: Path,
 ) -> None:

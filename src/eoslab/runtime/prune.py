@@ -5,7 +5,10 @@ of its own, and brokers load every topic at start-up).
 A run is old when it started longer ago than ``older_than`` and/or is not among the newest
 ``keep_last`` runs. Its topic is deleted only when the run directory keeps a copy of its log
 (``topic/``, written by its first check: the run re-checks without its topic); a run never
-checked keeps its topic unless ``force``. Runs on an external cluster are never touched there.
+checked keeps its topic unless ``force``. Runs on an external cluster (a user's own) are
+touched there only when asked (``external``), and then only at the bootstrap the run was given.
+Whatever the cluster, only the topic the lab named for the run (:func:`run_topic`) is ever
+deleted: a run.json edited to name another topic keeps it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 
 from eoslab.admin import delete_topic
-from eoslab.rundir import LAB_TARGETS, RunDir, RunDirError, RunInfo
+from eoslab.rundir import LAB_TARGETS, RunDir, RunDirError, RunInfo, run_topic
 from eoslab.runtime.topology import LabConfig
 
 DURATION = re.compile(r"^(\d+)([smhd])$")
@@ -39,7 +42,8 @@ class TopicFate(StrEnum):
     DELETED = "deleted"
     GONE = "already gone"
     KEPT_UNCHECKED = "kept: never checked (no copy of its log; --force deletes it)"
-    KEPT_EXTERNAL = "kept: an external cluster"
+    KEPT_EXTERNAL = "kept: an external cluster (--external deletes it)"
+    KEPT_NOT_OURS = "kept: not the topic the lab named for the run"
     KEPT_TARGET_DOWN = "kept: its target is not in the lab"
     FAILED = "failed"
 
@@ -92,13 +96,16 @@ def prune(
     *,
     delete_run_dirs: bool = False,
     force: bool = False,
+    external: bool = False,
     dry_run: bool = False,
 ) -> list[Pruned]:
     """Delete each run's topic (see the module docstring for which are kept) and, with
     ``delete_run_dirs``, its run directory; ``dry_run`` says what would happen."""
     results = []
     for run, info in runs:
-        fate, detail = _topic_fate(config, run, info, force=force, dry_run=dry_run)
+        fate, detail = _topic_fate(
+            config, run, info, force=force, external=external, dry_run=dry_run
+        )
         run_deleted = False
         if delete_run_dirs and fate in (TopicFate.DELETED, TopicFate.GONE):
             if not dry_run:
@@ -111,18 +118,24 @@ def prune(
 
 
 def _topic_fate(
-    config: LabConfig, run: RunDir, info: RunInfo, *, force: bool, dry_run: bool
+    config: LabConfig, run: RunDir, info: RunInfo, *, force: bool, external: bool, dry_run: bool
 ) -> tuple[TopicFate, str]:
-    if info.target not in LAB_TARGETS:
+    if info.topic != run_topic(info.run_id):
+        return TopicFate.KEPT_NOT_OURS, info.topic
+    if info.target in LAB_TARGETS:
+        if info.target not in config.targets:
+            return TopicFate.KEPT_TARGET_DOWN, ""
+        bootstrap = config.bootstrap(info.target)
+    elif external:
+        bootstrap = info.bootstrap
+    else:
         return TopicFate.KEPT_EXTERNAL, ""
-    if info.target not in config.targets:
-        return TopicFate.KEPT_TARGET_DOWN, ""
     if not run.has_topic_snapshot and not force:
         return TopicFate.KEPT_UNCHECKED, ""
     if dry_run:
         return TopicFate.DELETED, "dry run"
     try:
-        deleted = delete_topic(config.bootstrap(info.target), info.topic)
+        deleted = delete_topic(bootstrap, info.topic)
     except KafkaException as error:
         return TopicFate.FAILED, str(error.args[0])
     except TimeoutError as error:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 import yaml
+from confluent_kafka import KafkaException
 from rich.table import Table
 
 from eoslab.console import (
@@ -146,6 +147,13 @@ def run(
     bootstrap: Annotated[
         str | None, typer.Option(help="With --target external: the cluster's bootstrap servers.")
     ] = None,
+    expect_as: Annotated[
+        str | None,
+        typer.Option(
+            help="With --target external: judge the cluster as kafka (Kafka 3.9, the default) "
+            "or kafka4 (Kafka 4: its timeline and expectations)."
+        ),
+    ] = None,
     replication: Annotated[
         int | None, count_option("Replication factor of the run's topic (external: 3).")
     ] = None,
@@ -200,6 +208,7 @@ def run(
             seed=seed,
             records=records,
             bootstrap=bootstrap,
+            expect_as=expect_as,
             replication=replication,
             mode=mode,
             sink=sink,
@@ -208,6 +217,8 @@ def run(
         )
     except (ScenarioError, RunError, LabError) as error:
         raise fail(error) from error
+    except KafkaException as error:  # the cluster's answer to the run's own admin calls
+        raise fail(f"the run stopped on the cluster's answer: {error.args[0].str()}") from error
     for fault in result.info.faults:
         mark = "took effect" if fault.took_effect else "[red]NO EFFECT[/]"
         errors.print(f"fault {fault.summary}: {mark}", highlight=False)

@@ -81,6 +81,8 @@ EXTERNAL_STEP_KINDS = {
     "consumer-join",
 }
 FRONTED_STEP_KINDS = {"proxy"}
+EXPECTED_AS = ("kafka", "kafka4")
+"""The lab targets an external cluster can be judged as."""
 CAUGHT_UP_POLL_S = 0.5
 STABLE_MARGIN_S = 30.0
 """Beyond transaction.timeout.ms, how long a run waits for its topic to have no transaction
@@ -151,12 +153,14 @@ def plan(
     client: str | None = None,
     group_protocol: GroupProtocol | None = None,
     bootstrap: str | None = None,
+    expect_as: str | None = None,
     as_fixed: bool = False,
 ) -> RunPlan:
     """The run of ``scenario`` on ``target``; RunError naming the reason when it could not be
     what the scenario says (an unknown target, a trigger the run would never reach, a client
-    the scenario does not name)."""
-    run_target, as_target, bootstrap = _where(scenario, target, bootstrap)
+    the scenario does not name). An external run follows ``expect_as``'s timeline and
+    expectations (a lab target; default kafka)."""
+    run_target, as_target, bootstrap = _where(scenario, target, bootstrap, expect_as)
     if records is not None and records < 1:
         raise RunError(f"records: {records} is not a positive record count")
     workload = scenario.workload
@@ -202,14 +206,23 @@ def _client(
     return None if ref == default_client() else ref
 
 
-def _check_external(scenario: Scenario, bootstrap: str | None) -> str:
+def _check_external(scenario: Scenario, bootstrap: str | None, expect_as: str | None) -> LabTarget:
     """An external cluster is a Kafka cluster the lab does not run: its proxy faults go
-    through a fronting proxy the run starts, its brokers' processes are out of reach."""
+    through a fronting proxy the run starts, its brokers' processes are out of reach. It is
+    judged as Kafka 3.9 (``kafka``) or, asked, as Kafka 4 (``kafka4``): the lab target whose
+    timeline and expectations it follows."""
     if not bootstrap:
         raise RunError("target external needs the cluster's bootstrap servers (--bootstrap)")
-    if "kafka" not in scenario.targets:
+    as_target = expect_as or "kafka"
+    if as_target not in EXPECTED_AS:
         raise RunError(
-            f"scenario {scenario.name} is not meant for Kafka, so not for an external one"
+            f"--expect-as {as_target!r}: an external cluster is judged as "
+            f"{' or '.join(EXPECTED_AS)} (the Kafka whose expectations apply)"
+        )
+    if as_target not in scenario.targets:
+        raise RunError(
+            f"scenario {scenario.name} is not meant for {as_target}, so not for an external "
+            "cluster judged as it"
         )
     playable = EXTERNAL_STEP_KINDS | FRONTED_STEP_KINDS
     needs_lab = sorted({step.kind for step in scenario.nemesis} - playable)
@@ -219,18 +232,21 @@ def _check_external(scenario: Scenario, bootstrap: str | None) -> str:
             "or reference broker (the processes and state of brokers it runs); on an external "
             f"cluster only these nemesis steps run: {', '.join(sorted(playable))}"
         )
-    return bootstrap
+    return lab_target(as_target)
 
 
 def _where(
-    scenario: Scenario, target: str, bootstrap: str | None
+    scenario: Scenario, target: str, bootstrap: str | None, expect_as: str | None
 ) -> tuple[Target, LabTarget, str | None]:
     """The run's target, the lab target whose timeline and expectations it follows (an external
-    cluster follows Kafka's), and the bootstrap servers when the user named them."""
+    cluster follows ``expect_as``'s, Kafka 3.9's by default), and the bootstrap servers when
+    the user named them."""
     if target == "external":
-        return "external", "kafka", _check_external(scenario, bootstrap)
+        return "external", _check_external(scenario, bootstrap, expect_as), bootstrap
     if bootstrap:
         raise RunError("--bootstrap goes with --target external (the lab's targets are known)")
+    if expect_as:
+        raise RunError("--expect-as goes with --target external (a lab target is judged as itself)")
     try:
         as_target = lab_target(target)
     except ValueError as error:
@@ -412,6 +428,7 @@ def _start(
             as_fixed=run_plan.as_fixed,
         ),
         client=run_plan.client,
+        judged_as=run_plan.lab_target if run_plan.target == "external" else None,
         librdkafka=ref.version if ref.family == "librdkafka" else None,
         client_version=str(ref),
         broker_version=None
@@ -648,6 +665,7 @@ def execute(
     sink: str | None = None,
     client: str | None = None,
     group_protocol: GroupProtocol | None = None,
+    expect_as: str | None = None,
     as_fixed: bool = False,
 ) -> RunResult:
     """Run `scenario` on `target` (plan, start, play, finish); for target "external",
@@ -656,7 +674,7 @@ def execute(
     PostgreSQL URL, ``lab`` for a database of its own on the lab's PostgreSQL, else SQLite in
     the run directory; ``client`` the client every role runs (``java:3.9.2``; default: the
     workload's own librdkafka); ``group_protocol`` the consumers' group protocol (default: the workload's,
-    classic)."""
+    classic); ``expect_as`` the lab target an external cluster is judged as (default kafka)."""
     run_plan = plan(
         scenario,
         target,
@@ -666,6 +684,7 @@ def execute(
         client=client,
         group_protocol=group_protocol,
         bootstrap=bootstrap,
+        expect_as=expect_as,
         as_fixed=as_fixed,
     )
     run = start(

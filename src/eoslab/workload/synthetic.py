@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoslab.clock import now_ms
 from eoslab.message import FORMAT_TAG, SEPARATOR, Message, decode, encode_value, signed
-from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir, RunInfo, SessionInfo
+from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir, RunInfo, SessionInfo, run_topic
 
 PARTITIONS = 6
 KEYS_PER_PARTITION = 8
@@ -108,7 +108,7 @@ def generate(
     """A run directory (scenario ``name``) of ``records`` clean records; and the seconds
     producing took."""
     run_id = f"{name}-{records}-{uuid.uuid4().hex[:6]}"
-    topic = f"eos-{run_id}"
+    topic = run_topic(run_id)
     sessions = [uuid.uuid4().hex for _ in range(PARTITIONS)]
     sample = Message(run_id, sessions[0], 0, 0, 0, "k0-0", 0)
     value = signed(_value_prefix(run_id, sessions[0], 0) + b"0|k0-0|0|")

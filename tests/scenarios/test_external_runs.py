@@ -135,3 +135,48 @@ def test_an_external_run_refuses_process_faults_and_an_address_that_is_not_kafka
         )
     assert "\n" not in str(refused.value)
     assert list(tmp_path.iterdir()) == []  # no run directory left for the refused runs
+
+
+@pytest.mark.parametrize(
+    "case",
+    [("txn-zombie-producer", "kafka4", "kafka4"), ("lost-acks", "refbroker", None)],
+    ids=lambda case: f"{case[0]}/{case[1]}",
+)
+def test_client_faults_and_the_reference_broker_as_a_users_cluster(
+    lab: LocalRuntime,
+    spark: SparkSession,
+    tmp_path: Path,
+    case: tuple[str, str, str | None],
+) -> None:
+    """A zombie transactional producer fenced by Kafka 4 reached as an external cluster (a
+    client fault: no proxy in front), and lost acks on the reference broker reached on its own
+    client port (one node: replication 1), through a fronting proxy."""
+    scenario, cluster, expect_as = case
+    bootstrap = (
+        direct_bootstrap(lab)
+        if cluster == "kafka4"
+        else f"{HOST}:{lab.config.port(BasePort.REFBROKER_CLIENT)}"
+    )
+    result = execute(
+        find_scenario(scenario),
+        "external",
+        runtime=lab,
+        config=lab.config,
+        runs_root=tmp_path,
+        show_progress=False,
+        bootstrap=bootstrap,
+        expect_as=expect_as,
+        replication=None if cluster == "kafka4" else 1,
+    )
+    assert result.invalid_because == []
+    (fault,) = result.info.faults
+    assert fault.took_effect, fault.evidence
+    verdict = verify_run(result.run_dir.path, spark=spark)
+    assert verdict.status is VerdictStatus.CONFORMS, [m.summary for m in verdict.mismatches]
+    fronting = result.info.fronting
+    if cluster == "kafka4":
+        assert fronting is None  # a client fault: the clients reach the cluster as it is
+    else:
+        assert fronting is not None
+        assert fault.observed["injected"] == 3
+        assert list(fronting["handed_out"]) == ["broker-1"]

@@ -75,6 +75,7 @@ from eoslab.workload.supervisor import Workload
 # proxy's faults through a fronting proxy the run starts (FRONTED_STEP_KINDS).
 EXTERNAL_STEP_KINDS = {
     "producer-crash",
+    "producer-zombie",
     "probe",
     "consumer-crash",
     "consumer-pause",

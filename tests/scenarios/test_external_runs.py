@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.rundir import VerdictStatus
+from eoslab.runtime.fronting import FrontingProxy
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import KAFKA4_SERVICES
 from eoslab.scenarios.catalogue import find_scenario
@@ -180,3 +182,27 @@ def test_client_faults_and_the_reference_broker_as_a_users_cluster(
         assert fronting is not None
         assert fault.observed["injected"] == 3
         assert list(fronting["handed_out"]) == ["broker-1"]
+
+
+def test_an_admin_clients_cluster_through_the_fronting_proxy_is_only_its_routes(
+    lab: LocalRuntime, tmp_path: Path
+) -> None:
+    """An AdminClient's describe_cluster on Kafka 4 through `eoslab chaos front`: every node it
+    is told of is one of the proxy's routes (Kafka's answer, rewritten), and Kafka 4's own
+    answer, asked directly, is not (the control). librdkafka asks it with Metadata; the
+    DescribeCluster API (Kafka's Java admin) is rewritten as pure logic in tests/proxy."""
+    bootstrap = direct_bootstrap(lab)
+    front = FrontingProxy.start(bootstrap, tmp_path / "front.log", tmp_path / "faults.jsonl", 0)
+    try:
+        fronted = AdminClient({"bootstrap.servers": front.bootstrap})  # kept: its futures
+        told = {f"{n.host}:{n.port}" for n in fronted.describe_cluster().result(timeout=30).nodes}
+        counters = ProxyControl(front.control_url).counters()
+    finally:
+        front.stop()
+    fronting = counters["fronting"]
+    assert fronting["rewritten"]["Metadata"] > 0
+    assert told == set(fronting["handed_out"].values())
+    assert len(told) == len(NODES)
+    direct = AdminClient({"bootstrap.servers": bootstrap})
+    nodes = direct.describe_cluster().result(timeout=30).nodes
+    assert not told & {f"{node.host}:{node.port}" for node in nodes}

@@ -14,6 +14,7 @@ from kio.serial._introspect import EntityTupleField, classify_field
 
 from eoslab.proxy.endpoints import (
     DESCRIBE_CLUSTER,
+    DESCRIBE_QUORUM,
     ENDPOINT_APIS,
     FIND_COORDINATOR,
     METADATA,
@@ -120,6 +121,13 @@ def test_describe_cluster_controllers_are_left_alone() -> None:
     _, frame = response(DESCRIBE_CLUSTER, version, endpoint_type=2)
     with pytest.raises(ControllerEndpointsError):
         endpoint_answer(frame, DESCRIBE_CLUSTER, version)
+
+
+def test_describe_quorum_names_controllers_and_is_left_alone() -> None:
+    """Any DescribeQuorum answer: its nodes' listeners are controllers' (no route to them)."""
+    assert Fronting.rewrites(DESCRIBE_QUORUM)
+    with pytest.raises(ControllerEndpointsError, match="DescribeQuorum v2"):
+        endpoint_answer(b"", DESCRIBE_QUORUM, 2)
 
 
 def test_an_unknown_version_is_unencodable() -> None:

@@ -15,6 +15,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
+from eoslab.admin import metadata_quorum
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.rundir import VerdictStatus
 from eoslab.runtime.fronting import FrontingProxy
@@ -184,18 +185,21 @@ def test_client_faults_and_the_reference_broker_as_a_users_cluster(
         assert list(fronting["handed_out"]) == ["broker-1"]
 
 
-def test_an_admin_clients_cluster_through_the_fronting_proxy_is_only_its_routes(
+def test_an_admin_clients_view_through_the_fronting_proxy(
     lab: LocalRuntime, tmp_path: Path
 ) -> None:
     """An AdminClient's describe_cluster on Kafka 4 through `eoslab chaos front`: every node it
     is told of is one of the proxy's routes (Kafka's answer, rewritten), and Kafka 4's own
     answer, asked directly, is not (the control). librdkafka asks it with Metadata; the
-    DescribeCluster API (Kafka's Java admin) is rewritten as pure logic in tests/proxy."""
+    DescribeCluster API (Kafka's Java admin) is rewritten as pure logic in tests/proxy.
+    DescribeQuorum names the controllers, which no route forwards to: its answer crosses the
+    proxy as Kafka gave it, counted."""
     bootstrap = direct_bootstrap(lab)
     front = FrontingProxy.start(bootstrap, tmp_path / "front.log", tmp_path / "faults.jsonl", 0)
     try:
         fronted = AdminClient({"bootstrap.servers": front.bootstrap})  # kept: its futures
         told = {f"{n.host}:{n.port}" for n in fronted.describe_cluster().result(timeout=30).nodes}
+        quorum = metadata_quorum(front.bootstrap)
         counters = ProxyControl(front.control_url).counters()
     finally:
         front.stop()
@@ -206,3 +210,9 @@ def test_an_admin_clients_cluster_through_the_fronting_proxy_is_only_its_routes(
     direct = AdminClient({"bootstrap.servers": bootstrap})
     nodes = direct.describe_cluster().result(timeout=30).nodes
     assert not told & {f"{node.host}:{node.port}" for node in nodes}
+    asked_directly = metadata_quorum(bootstrap)
+    assert quorum is not None
+    assert asked_directly is not None
+    assert quorum.voters == asked_directly.voters == set(NODES)
+    assert fronting["controllers"] >= 1
+    assert "DescribeQuorum" not in fronting["rewritten"]

@@ -7,7 +7,9 @@ FindCoordinator (the coordinator: top-level node_id/host/port up to v3, one per 
 a response, at its top level or in one of its arrays, with a ``host``, a ``port`` and a node id
 (``node_id``, ``broker_id``). A coordinator not found (node id -1, empty host) is no endpoint.
 DescribeCluster asked for the controllers (``endpoint_type`` 2, KIP-919) names controller
-listeners, which no proxy route forwards to: left as it is (:class:`ControllerEndpoints`).
+listeners, which no proxy route forwards to: left as it is (:class:`ControllerEndpointsError`);
+so is every DescribeQuorum answer (v2 names each voter's controller listeners, KIP-853): a
+client reads them, it never connects to them through a broker's listener.
 
 Pure logic on kio entities: decoding and encoding are :mod:`eoslab.proxy.faults.results`'.
 """
@@ -25,8 +27,11 @@ from eoslab.kafka_api import api_name
 from eoslab.proxy.faults.results import UnencodableError, decode_response, frame_of, schema
 from eoslab.settings import HostPort
 
-METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 3, 10, 60
+METADATA, FIND_COORDINATOR, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 3, 10, 55, 60
 ENDPOINT_APIS = frozenset({METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER})
+"""The APIs whose answers hand out broker endpoints: rewritten."""
+CONTROLLER_APIS = frozenset({DESCRIBE_QUORUM})
+"""The APIs whose answers hand out controller endpoints only: left as they are, counted."""
 NODE_ID_FIELDS = ("node_id", "broker_id")
 CONTROLLERS = 2
 """DescribeCluster's endpoint_type for controller endpoints."""
@@ -59,7 +64,10 @@ class EndpointAnswer:
 def endpoint_answer(frame: bytes | memoryview, api_key: int, version: int) -> EndpointAnswer:
     """The endpoints of a response frame (size prefix included) of an ENDPOINT_APIS API.
     UnencodableError for a version the proxy cannot decode or encode, or a body kio cannot
-    parse; ControllerEndpointsError for DescribeCluster's controllers."""
+    parse; ControllerEndpointsError for DescribeCluster's controllers and any CONTROLLER_APIS
+    answer."""
+    if api_key in CONTROLLER_APIS:
+        raise ControllerEndpointsError(f"{api_name(api_key)} v{version} (controllers)")
     found = schema(api_key, version)
     if found is None:
         raise UnencodableError(f"{api_name(api_key)} v{version}")

@@ -10,7 +10,7 @@ out, so a client never holds an address the proxy does not listen on.
 
 What it did is in the control API's counters (``fronting``): the answers rewritten per API,
 the addresses handed out per route, and what it passed untouched (versions it cannot encode,
-DescribeCluster's controllers). With the routes' connection counts they show that every client
+the answers naming controllers: DescribeCluster's for controllers, DescribeQuorum's). With the routes' connection counts they show that every client
 connection crossed the proxy.
 """
 
@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from eoslab.kafka_api import api_name
 from eoslab.proxy.endpoints import (
+    CONTROLLER_APIS,
     ENDPOINT_APIS,
     ControllerEndpointsError,
     Endpoint,
@@ -62,7 +63,8 @@ class Fronting:
 
     @staticmethod
     def rewrites(api_key: int) -> bool:
-        return api_key in ENDPOINT_APIS
+        """Whether the answers of this API go through :meth:`rewritten` (held whole)."""
+        return api_key in ENDPOINT_APIS or api_key in CONTROLLER_APIS
 
     async def rewritten(
         self, frame: bytes | memoryview, api_key: int, version: int

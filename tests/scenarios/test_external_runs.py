@@ -216,3 +216,40 @@ def test_an_admin_clients_view_through_the_fronting_proxy(
     assert quorum.voters == asked_directly.voters == set(NODES)
     assert fronting["controllers"] >= 1
     assert "DescribeQuorum" not in fronting["rewritten"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "records"),
+    [
+        ("leader-partition", 1500),  # blackhole
+        ("lost-request", 1500),  # drop-request
+        ("not-enough-replicas-after-write", 1500),  # error
+        ("redpanda-3039", None),  # delay, then drop-response
+    ],
+)
+def test_each_proxy_fault_kind_takes_effect_on_a_users_cluster(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, scenario: str, records: int | None
+) -> None:
+    """The wire faults beyond lost answers, on Kafka 4 reached as an external cluster through a
+    fronting proxy: each takes effect on the route the scenario targets and the run conforms
+    (judged as Kafka 4 where the scenario knows it, else as Kafka 3.9)."""
+    found = find_scenario(scenario)
+    result = execute(
+        found,
+        "external",
+        runtime=lab,
+        config=lab.config,
+        runs_root=tmp_path,
+        records=records,
+        show_progress=False,
+        bootstrap=direct_bootstrap(lab),
+        expect_as="kafka4" if "kafka4" in found.targets else None,
+    )
+    assert result.invalid_because == []
+    assert result.info.faults
+    for fault in result.info.faults:
+        assert fault.took_effect, fault.evidence
+        assert (fault.target or "").startswith("broker-")
+    assert result.info.fronting is not None
+    verdict = verify_run(result.run_dir.path, spark=spark)
+    assert verdict.status is VerdictStatus.CONFORMS, [m.summary for m in verdict.mismatches]

@@ -1,7 +1,9 @@
 """One scenario on one target, in four phases: **plan** (what the run will be, refused before
-anything starts if it cannot be what the scenario says), **start** (run directory, topic, the
-reference broker's profile, workloads, nemesis), **play** (workloads ∥ timeline, bounded) and
-**finish** (stop, heal, judge every fault, write run.json).
+anything starts if it cannot be what the scenario says), **start** (client, run directory,
+fronting proxy, consumers' sink, context, run.json, topics, the reference broker's profile,
+workloads, nemesis and timeline, broker configs: each a small function of what the ones before
+it made), **play** (workloads ∥ timeline, bounded) and **finish** (stop, heal, judge every
+fault, write run.json).
 
 The lab is left as it was found, whatever happens: the nemesis heals and the broker profile is
 cleared in a `finally`, and the producers are stopped before the run directory is closed.
@@ -22,7 +24,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import KafkaException
@@ -65,7 +67,7 @@ from eoslab.scenarios.schema import Scenario
 from eoslab.settings import BasePort
 from eoslab.workload.consumer.spec import ConsumerWorkloadSpec
 from eoslab.workload.consumer.workload import SETTLE_TIMEOUT_S, ConsumerWorkload
-from eoslab.workload.copy.workload import CopierWorkload
+from eoslab.workload.copy.workload import CopierWorkload, output_topic
 from eoslab.workload.drivers.registry import check_config, default_client, prepare
 from eoslab.workload.reader import TopicReaders
 from eoslab.workload.spec import WorkloadSpec
@@ -280,35 +282,36 @@ def _with_protocol(
 
 
 # ================================================================================ start
-@dataclass
+@dataclass(frozen=True)
+class Workloads:
+    """The clients a run starts (none started yet), and whether they are done."""
+
+    producers: Workload
+    readers: TopicReaders | None
+    """One reader per isolation level, when the producers are transactional."""
+    copiers: CopierWorkload | None
+    """The copier stage, when the workload has one."""
+    consumers: ConsumerWorkload | None
+    done: WorkloadsDone
+
+
+@dataclass(frozen=True)
 class Run:
     """A started run: its context and record, and what plays it."""
 
     plan: RunPlan
     context: RunContext
     info: RunInfo
-    workload: Workload
-    consumers: ConsumerWorkload | None
+    workloads: Workloads
     nemesis: Nemesis
     timeline: TimelineRunner
-    done: WorkloadsDone
     refbroker: RefbrokerControl | None
     rejected_before: dict[str, int]
     """The reference broker's rejected Produce answers by error when the run started."""
-    readers: TopicReaders | None = None
-    """The topic's readers, one per isolation level, when the producers are transactional."""
-    copiers: CopierWorkload | None = None
-    """The copier stage, when the workload has one."""
-    broker_restore: dict[str, str | None] = field(default_factory=dict)
+    broker_restore: dict[str, str | None]
     """The brokers' dynamic configs the run changed, as they were (put back by finish)."""
-    front: FrontingProxy | None = None
+    front: FrontingProxy | None
     """The proxy in front of an external cluster, when the run has proxy faults."""
-
-
-def _rules(scenario: Scenario) -> str | None:
-    """The reference broker's rule set the scenario asks for (None: the broker's own)."""
-    rules = scenario.refbroker.rules if scenario.refbroker else None
-    return None if rules is None else str(rules)
 
 
 def bootstrap_of(target: LabTarget, config: LabConfig) -> str:
@@ -324,36 +327,65 @@ def start(
     replication: int | None = None,
     sink: str | None = None,
 ) -> Run:
-    """The run directory, run.json, the topic, the reference broker's profile, the fronting
-    proxy of an external run with proxy faults, and the workloads and nemesis ready to play
-    (nothing is sending yet)."""
-    ref = default_client() if run_plan.client is None else parse_client(run_plan.client)
-    try:
-        launch: ClientLaunch | None = None if run_plan.client is None else prepare(ref)
-    except ClientError as error:
-        raise RunError(str(error)) from None
-    scenario = run_plan.scenario
-    name = cell_name(scenario.name, run_plan.mode, run_plan.client, run_plan.group_protocol)
-    run_id = new_run_id(name, run_plan.target)
-    run_dir = RunDir.for_run(run_id, runs_root).create()
+    """The run made ready to play, phase by phase (nothing is sending yet); the fronting proxy
+    is stopped if any phase after it fails."""
+    ref, launch = _client_launch(run_plan)
+    run_id, run_dir = _run_directory(run_plan, runs_root)
     front = _front(run_plan, run_dir)
     try:
-        return _start(
+        consumer_spec = _consumer_sink(run_plan, run_id, config, sink)
+        context = _context(run_plan, run_id, run_dir, front=front, launch=launch, config=config)
+        info = _run_json(run_plan, context, ref)
+        _topics(run_plan, context, replication)
+        refbroker, rejected = _refbroker_profile(run_plan, info, config)
+        workloads = _workloads(run_plan, context, info, consumer_spec)
+        nemesis, timeline = _nemesis_and_timeline(
             run_plan,
-            ref=ref,
-            launch=launch,
-            run_id=run_id,
-            run_dir=run_dir,
-            front=front,
-            config=config,
+            context,
+            workloads,
             runtime=runtime,
-            replication=replication,
-            sink=sink,
+            config=config,
+            front=front,
+            refbroker=refbroker,
         )
+        broker_restore = _set_broker_config(run_plan, context, info)
     except BaseException:
         if front is not None:
             front.stop()
         raise
+    return Run(
+        plan=run_plan,
+        context=context,
+        info=info,
+        workloads=workloads,
+        nemesis=nemesis,
+        timeline=timeline,
+        refbroker=refbroker,
+        rejected_before=rejected,
+        broker_restore=broker_restore,
+        front=front,
+    )
+
+
+def _client_launch(run_plan: RunPlan) -> tuple[ClientRef, ClientLaunch | None]:
+    """The client the run records (the workload's own librdkafka by default) and, for another
+    client, how to launch it, prepared before anything is made so that a client that cannot be
+    prepared (its jar or binary missing) leaves no run directory behind."""
+    ref = default_client() if run_plan.client is None else parse_client(run_plan.client)
+    try:
+        return ref, None if run_plan.client is None else prepare(ref)
+    except ClientError as error:
+        raise RunError(str(error)) from None
+
+
+def _run_directory(run_plan: RunPlan, runs_root: Path | None) -> tuple[str, RunDir]:
+    """The run's id, named after its cell (scenario, mode, client, group protocol) so that a
+    matrix's runs are told apart by name, and its run directory, created empty."""
+    name = cell_name(
+        run_plan.scenario.name, run_plan.mode, run_plan.client, run_plan.group_protocol
+    )
+    run_id = new_run_id(name, run_plan.target)
+    return run_id, RunDir.for_run(run_id, runs_root).create()
 
 
 def _front(run_plan: RunPlan, run_dir: RunDir) -> FrontingProxy | None:
@@ -374,26 +406,34 @@ def _front(run_plan: RunPlan, run_dir: RunDir) -> FrontingProxy | None:
         raise RunError(str(error)) from None
 
 
-def _start(
+def _consumer_sink(
+    run_plan: RunPlan, run_id: str, config: LabConfig, sink: str | None
+) -> ConsumerWorkloadSpec | None:
+    """The consumer workload with the sink the caller asked for (``lab``: a database of the
+    run's own, created now on the lab's PostgreSQL, so that a lab without one refuses the run
+    before run.json is written); the plan's as it is without consumers or a sink."""
+    spec = run_plan.consumers
+    if spec is None or sink is None:
+        return spec
+    if sink == LAB_SINK:
+        sink = lab_sink(config.postgres_root, config.port(BasePort.POSTGRES), run_id)
+    return spec.model_copy(update={"sink": sink})
+
+
+def _context(
     run_plan: RunPlan,
-    *,
-    ref: ClientRef,
-    launch: ClientLaunch | None,
     run_id: str,
     run_dir: RunDir,
+    *,
     front: FrontingProxy | None,
+    launch: ClientLaunch | None,
     config: LabConfig,
-    runtime: ProcessFaults,
-    replication: int | None,
-    sink: str | None,
-) -> Run:
-    scenario = run_plan.scenario
-    consumer_spec = run_plan.consumers
-    if consumer_spec is not None and sink is not None:
-        if sink == LAB_SINK:
-            sink = lab_sink(config.postgres_root, config.port(BasePort.POSTGRES), run_id)
-        consumer_spec = consumer_spec.model_copy(update={"sink": sink})
-    context = RunContext(
+) -> RunContext:
+    """What every part of the run reads (workloads, readers, copiers, nemesis): its id and
+    directory, the topic ``eos-<run id>``, the seed, the client, and the bootstrap its clients
+    dial: the fronting proxy's when there is one, else the cluster the user named, else the
+    lab target's."""
+    return RunContext(
         run_id=run_id,
         run_dir=run_dir,
         target=run_plan.target,
@@ -404,14 +444,20 @@ def _start(
             else run_plan.bootstrap or bootstrap_of(run_plan.lab_target, config)
         ),
         topic=f"eos-{run_id}",
-        partitions=scenario.topic.partitions,
+        partitions=run_plan.scenario.topic.partitions,
         seed=run_plan.seed,
         client=launch,
     )
-    refbroker = RefbrokerControl(config.refbroker_control_url) if config.with_refbroker else None
-    profile = scenario.refbroker.faults() if scenario.refbroker else []
+
+
+def _run_json(run_plan: RunPlan, context: RunContext, ref: ClientRef) -> RunInfo:
+    """run.json as the run starts (written now: a run that fails from here on still says what
+    it was): the scenario, target, topic, seed, client and broker versions, the expectations
+    for this cell and the reference broker's profile on that target. Later phases add the
+    transactions and broker configs; :func:`finish` the outcome."""
+    scenario = run_plan.scenario
     info = RunInfo(
-        run_id=run_id,
+        run_id=context.run_id,
         scenario=scenario.name,
         target=run_plan.target,
         bootstrap=run_plan.bootstrap or context.bootstrap,
@@ -442,28 +488,52 @@ def _start(
         ),
     )
     context.run_dir.write_info(info)
-    create_topic(
-        context.bootstrap,
-        context.topic,
-        context.partitions,
-        replication or REPLICATION[run_plan.target],
-    )
-    copy_stage = run_plan.workload.copy_stage
-    copiers = None if copy_stage is None else CopierWorkload(copy_stage, context)
-    if copiers is not None:
-        create_topic(
-            context.bootstrap,
-            copiers.output_topic,
-            context.partitions,
-            replication or REPLICATION[run_plan.target],
-        )
+    return info
+
+
+def _rules(scenario: Scenario) -> str | None:
+    """The reference broker's rule set the scenario asks for (None: the broker's own)."""
+    rules = scenario.refbroker.rules if scenario.refbroker else None
+    return None if rules is None else str(rules)
+
+
+def _topics(run_plan: RunPlan, context: RunContext, replication: int | None) -> None:
+    """The run's topic and, with a copier stage, its output topic ``<topic>.copy``: created
+    before any client starts, so that no client's auto-creation picks their partitions."""
+    replicas = replication or REPLICATION[run_plan.target]
+    create_topic(context.bootstrap, context.topic, context.partitions, replicas)
+    if run_plan.workload.copy_stage is not None:
+        create_topic(context.bootstrap, output_topic(context.topic), context.partitions, replicas)
+
+
+def _refbroker_profile(
+    run_plan: RunPlan, info: RunInfo, config: LabConfig
+) -> tuple[RefbrokerControl | None, dict[str, int]]:
+    """The reference broker's control (None when the lab runs none), with the scenario's profile
+    (rules, retained batches) applied when run.json records one, and its rejected Produce
+    answers so far, so that :func:`finish` counts only this run's. RunError when the scenario
+    sets a reference broker that is not up."""
+    refbroker = RefbrokerControl(config.refbroker_control_url) if config.with_refbroker else None
+    scenario = run_plan.scenario
     if info.broker_profile:
         if refbroker is None:
             raise RunError(f"scenario {scenario.name} sets the reference broker, which is not up")
-        for fault in profile:
+        for fault in scenario.refbroker.faults() if scenario.refbroker else []:
             refbroker.apply(fault)
     rejected = rejected_produces(refbroker) if run_plan.target == "refbroker" else {}
-    workload = Workload(run_plan.workload, context, scenario.producer_config)
+    return refbroker, rejected
+
+
+def _workloads(
+    run_plan: RunPlan,
+    context: RunContext,
+    info: RunInfo,
+    consumer_spec: ConsumerWorkloadSpec | None,
+) -> Workloads:
+    """The producers with the scenario's producer config; with transactions, the readers, the
+    transactions folder and run.json's transactions (the producers' transactional ids among
+    them); the copiers and the consumers when the workload has them."""
+    producers = Workload(run_plan.workload, context, run_plan.scenario.producer_config)
     transactions = run_plan.workload.transactions
     readers = None
     if transactions is not None:
@@ -474,47 +544,56 @@ def _start(
             abort_ratio=transactions.abort_ratio,
             transaction_timeout_ms=transactions.transaction_timeout_ms,
             isolation=transactions.isolation,
-            transactional_ids=workload.transactional_ids,
+            transactional_ids=producers.transactional_ids,
         )
         context.run_dir.write_info(info)
+    copy_stage = run_plan.workload.copy_stage
     consumers = None if consumer_spec is None else ConsumerWorkload(consumer_spec, context)
-    done = WorkloadsDone(workload, consumers)
+    return Workloads(
+        producers=producers,
+        readers=readers,
+        copiers=None if copy_stage is None else CopierWorkload(copy_stage, context),
+        consumers=consumers,
+        done=WorkloadsDone(producers, consumers),
+    )
+
+
+def _nemesis_and_timeline(
+    run_plan: RunPlan,
+    context: RunContext,
+    workloads: Workloads,
+    *,
+    runtime: ProcessFaults,
+    config: LabConfig,
+    front: FrontingProxy | None,
+    refbroker: RefbrokerControl | None,
+) -> tuple[Nemesis, TimelineRunner]:
+    """The nemesis, which reaches the lab's processes, the proxy (the fronting proxy's control
+    for a fronted run), the reference broker and the workloads' clients; and the timeline that
+    plays the plan's steps on it, its triggers counting the producers' acks and waiting on the
+    workloads being done."""
     nemesis = Nemesis(
         context,
         runtime=runtime,
         proxy=ProxyControl(config.proxy_control_url if front is None else front.control_url),
         refbroker=refbroker,
-        workload=workload,
-        consumers=consumers,
+        workload=workloads.producers,
+        consumers=workloads.consumers,
     )
+    producers = workloads.producers
     timeline = TimelineRunner(
-        run_plan.steps, nemesis, acked=lambda: workload.acked, workload_done=done
+        run_plan.steps, nemesis, acked=lambda: producers.acked, workload_done=workloads.done
     )
-    broker_restore = _set_broker_config(run_plan, context, info)
-    return Run(
-        run_plan,
-        context,
-        info,
-        workload,
-        consumers,
-        nemesis,
-        timeline,
-        done,
-        refbroker,
-        rejected,
-        readers,
-        copiers,
-        broker_restore,
-        front,
-    )
+    return nemesis, timeline
 
 
 def _set_broker_config(
     run_plan: RunPlan, context: RunContext, info: RunInfo
 ) -> dict[str, str | None]:
     """The scenario's dynamic broker configs for this target, set on every broker (recorded in
-    run.json); what they were before, for :func:`finish` to put back. RunError for a config the
-    brokers do not know or read at start only: nothing is set then."""
+    run.json); what they were before, for :func:`finish` to put back. The last phase of
+    :func:`start`, so that a run that fails to start leaves the brokers as they were. RunError
+    for a config the brokers do not know or read at start only: nothing is set then."""
     wanted = run_plan.scenario.broker_config.get(run_plan.lab_target, {})
     if not wanted or run_plan.target == "external":
         return {}
@@ -543,28 +622,28 @@ def play(run: Run, *, show_progress: bool | None = None) -> list[str]:
     while playing (the workloads and timeline are still to be stopped: :func:`finish`)."""
     problems: list[str] = []
     run.timeline.prime()  # `at: 0` faults meet the clients' first requests
-    if run.readers is not None:
-        run.readers.start()
-    if run.copiers is not None:
-        run.copiers.start()
-    if run.consumers is not None:
-        run.consumers.start()
-        if not run.consumers.wait_settled():
+    if run.workloads.readers is not None:
+        run.workloads.readers.start()
+    if run.workloads.copiers is not None:
+        run.workloads.copiers.start()
+    if run.workloads.consumers is not None:
+        run.workloads.consumers.start()
+        if not run.workloads.consumers.wait_settled():
             problems.append(
                 f"the consumer group did not form within {SETTLE_TIMEOUT_S:g} s: "
                 "the records were produced to an incomplete group"
             )
-    run.workload.start()
+    run.workloads.producers.start()
     run.timeline.start()
     timeout_s = run.plan.scenario.timeout_s
     _wait(
-        lambda: run.done() and not run.timeline.is_alive(),
+        lambda: run.workloads.done() and not run.timeline.is_alive(),
         timeout_s,
-        run.workload,
+        run.workloads.producers,
         run.plan.workload.records,
         show_progress,
     )
-    if not run.done() or run.timeline.is_alive():
+    if not run.workloads.done() or run.timeline.is_alive():
         problems.append(f"the run did not finish within timeout_s={timeout_s}")
     return problems
 
@@ -586,7 +665,7 @@ def _finish(run: Run, problems: list[str]) -> RunResult:
     try:
         run.timeline.stop()
         run.timeline.join(timeout=60)
-        run.workload.stop()
+        run.workloads.producers.stop()
     finally:
         run.nemesis.heal()
         problems += run.nemesis.errors
@@ -597,16 +676,16 @@ def _finish(run: Run, problems: list[str]) -> RunResult:
                 restore_broker_configs(run.context.bootstrap, run.broker_restore)
             except KafkaException as error:
                 problems.append(f"the brokers' configs could not be put back: {error}")
-        if run.consumers is not None:
-            run.consumers.stop()
-            problems += run.consumers.failures()
+        if run.workloads.consumers is not None:
+            run.workloads.consumers.stop()
+            problems += run.workloads.consumers.failures()
     if run.timeline.error is not None:
         problems.append(f"nemesis timeline: {run.timeline.error}")
-    problems += run.workload.failures()
+    problems += run.workloads.producers.failures()
     transactions = run.info.transactions
-    if run.readers is not None and transactions is not None:
+    if run.workloads.readers is not None and transactions is not None:
         stable_s = transactions.transaction_timeout_ms / 1000 + STABLE_MARGIN_S
-        reads, held = run.readers.finish(stable_s)
+        reads, held = run.workloads.readers.finish(stable_s)
         transactions = transactions.model_copy(update={"reads": reads, "held_at_end": held})
         problems += [
             f"the {read.isolation} reader did not read the topic to its end"
@@ -614,11 +693,11 @@ def _finish(run: Run, problems: list[str]) -> RunResult:
             if not read.complete
         ]
     copier = None
-    if run.copiers is not None:
-        if not run.copiers.finish():
+    if run.workloads.copiers is not None:
+        if not run.workloads.copiers.finish():
             problems.append("a copier did not copy the topic to its end and exit when asked")
-        problems += run.copiers.failures()
-        copier = run.copiers.info()
+        problems += run.workloads.copiers.failures()
+        copier = run.workloads.copiers.info()
     broker_errors = {}
     if run.plan.target == "refbroker":
         now = rejected_produces(run.refbroker)
@@ -630,8 +709,10 @@ def _finish(run: Run, problems: list[str]) -> RunResult:
     info = run.info.model_copy(
         update={
             "ended_ms": now_ms(),
-            "sessions": run.workload.sessions,
-            "consumption": None if run.consumers is None else run.consumers.info(),
+            "sessions": run.workloads.producers.sessions,
+            "consumption": None
+            if run.workloads.consumers is None
+            else run.workloads.consumers.info(),
             "transactions": transactions,
             "copier": copier,
             "faults": run.nemesis.effects(run.plan.steps),

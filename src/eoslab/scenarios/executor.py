@@ -57,6 +57,7 @@ from eoslab.rundir import (
     cell_name,
     lab_target,
     new_run_id,
+    run_topic,
 )
 from eoslab.runtime.fronting import FrontingError, FrontingProxy
 from eoslab.runtime.lab import ProcessFaults
@@ -443,7 +444,7 @@ def _context(
             if front is not None
             else run_plan.bootstrap or bootstrap_of(run_plan.lab_target, config)
         ),
-        topic=f"eos-{run_id}",
+        topic=run_topic(run_id),
         partitions=run_plan.scenario.topic.partitions,
         seed=run_plan.seed,
         client=launch,

@@ -90,7 +90,7 @@ class SuiteFileError(ValueError):
 
 
 def expectations_dir() -> Path:
-    """``expectations/`` at the root of the checkout."""
+    """``expectations/`` at the root of the checkout: a folder per half."""
     return project_root() / "expectations"
 
 
@@ -146,17 +146,21 @@ def load_suites(
     transactional: bool = False,
     copied: bool = False,
 ) -> list[SuiteFile]:
-    """The checker's suites, from ``expectations/<name>.json``: the consumer half's too when a
-    consumer workload ran, the transactions' when the producers were transactional, the copy's
-    when a copier ran."""
+    """The checker's suites, from ``expectations/<half>/<name>.json``: the producer half's, the
+    consumer half's too when a consumer workload ran, the transactions' when the producers were
+    transactional, the copy's when a copier ran."""
     directory = directory or expectations_dir()
-    names = (
-        *SUITE_NAMES,
-        *(CONSUMER_SUITE_NAMES if consumed else ()),
-        *(TRANSACTION_SUITE_NAMES if transactional else ()),
-        *(COPY_SUITE_NAMES if copied else ()),
+    halves = (
+        ("producer", SUITE_NAMES),
+        ("consumer", CONSUMER_SUITE_NAMES if consumed else ()),
+        ("transactions", TRANSACTION_SUITE_NAMES if transactional else ()),
+        ("copy", COPY_SUITE_NAMES if copied else ()),
     )
-    return [SuiteFile.load(directory / f"{name}.json") for name in names]
+    return [
+        SuiteFile.load(directory / half / f"{name}.json")
+        for half, names in halves
+        for name in names
+    ]
 
 
 def _unexpected(result: Mapping[str, Any]) -> int | None:

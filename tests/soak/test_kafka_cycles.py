@@ -21,9 +21,9 @@ def test_a_leader_kill_cycle_on_kafka4_loses_nothing_and_the_cluster_heals(
     assert figures["leadership_moved"] == 1  # the kill took effect: another broker leads
     (killed,) = figures["leaders_killed"]
     assert killed in (1, 2, 3)
-    ledger = figures["ledger"]
-    assert ledger["acknowledged"] > 100
-    assert (ledger["lost"], ledger["duplicates_within_session"]) == (0, 0)
+    witness = figures["witness"]
+    assert witness["acknowledged"] > 100
+    assert (witness["lost"], witness["duplicates_within_session"]) == (0, 0)
     group = figures["consumer_group"]
     assert group["acknowledged_commits"] > 0
     assert group["committed_offset_at_end"] >= group["highest_commit"]

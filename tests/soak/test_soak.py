@@ -14,10 +14,10 @@ from eoslab.probe.batches import record_batch
 from eoslab.probe.requests import produce_request
 from eoslab.refbroker.apis import api_handlers
 from eoslab.soak.frames import OUTCOMES, explain_silence
-from eoslab.soak.ledger import LedgerProducer
 from eoslab.soak.mutator import MUTATIONS, Frame, FrameMutator
 from eoslab.soak.transactions import judge
 from eoslab.soak.verdict import problems
+from eoslab.soak.witness import WitnessProducer
 
 SERVED = {key: (h.min_version, h.max_version) for key, h in api_handlers().items()}
 TINY_FRAMES = 3000
@@ -57,19 +57,19 @@ def test_silence_is_a_hang_unless_the_request_explains_it() -> None:
     assert explain_silence(Frame(0, 0, 9, "cut", b"\x00\x00\x00\x20\x00", False), 5.0) == "hang"
 
 
-def test_the_ledger_tells_lost_misplaced_and_acknowledged_without_an_offset_apart() -> None:
+def test_the_witness_tells_lost_misplaced_and_acknowledged_without_an_offset_apart() -> None:
     """Kafka 4.4 acknowledged records without an offset in the soak (librdkafka's report named
     none): found in the log, they are neither lost nor misplaced."""
-    ledger = LedgerProducer("127.0.0.1:1", rate=1.0)
-    ledger.acked = {b"1/0": 0, b"1/1": None, b"1/2": 5, b"1/3": 3, b"1/4": None}
-    check = ledger.check_records([(0, b"1/0"), (1, b"1/1"), (2, b"1/2"), (3, b"1/3")])
+    witness = WitnessProducer("127.0.0.1:1", rate=1.0)
+    witness.acked = {b"1/0": 0, b"1/1": None, b"1/2": 5, b"1/3": 3, b"1/4": None}
+    check = witness.check_records([(0, b"1/0"), (1, b"1/1"), (2, b"1/2"), (3, b"1/3")])
     assert (check.lost, check.misplaced, check.without_offset) == (1, 1, 2)
     assert check.misplaced_examples == [{"value": "1/2", "acknowledged_at": 5, "found_at": 2}]
-    assert ledger.highest_acked_offset() == 5
+    assert witness.highest_acked_offset() == 5
 
 
 def test_the_verdict_names_every_broken_promise() -> None:
-    ledger = {"lost": 1, "duplicates_within_session": 2, "acknowledged": 10, "misplaced": 1}
+    witness = {"lost": 1, "duplicates_within_session": 2, "acknowledged": 10, "misplaced": 1}
     results = {
         "malformed": {
             "servers": {
@@ -84,7 +84,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
             "internal_errors": 4,
             "outcomes": {"answered": 5},
             "frames": 6,
-            "ledger": ledger,
+            "witness": witness,
             "consumer_group": {
                 "acknowledged_commits_lower_than_an_earlier_one": 1,
                 "committed_offset_at_end": 9,
@@ -98,7 +98,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
             "failed_starts": ["exited"],
             "reloads_missing_acked_records": 1,
             "cycles_without_progress": 0,
-            "ledger": ledger,
+            "witness": witness,
             "consumer_group": {
                 "restarts_with_committed_offset_behind_an_acknowledged_commit": 1,
                 "acknowledged_commits_lower_than_an_earlier_one": 0,
@@ -130,7 +130,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
         "waves": [{"producers": 10, "held_after_wave": 9, "left_after_expiry": 2}],
         "rss_growth_second_wave": 2.0,
         "servers": {"refbroker": quiet_server},
-        "ledger": {"lost": 0, "duplicates_within_session": 0, "acknowledged": 5, "misplaced": 0},
+        "witness": {"lost": 0, "duplicates_within_session": 0, "acknowledged": 5, "misplaced": 0},
     }
     healthy_group = {
         "acknowledged_commits_lower_than_an_earlier_one": 0,
@@ -147,7 +147,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
             "cycles_without_progress": 0,
             "consumer_group": healthy_group,
             # Kafka's misplaced acknowledgements are a finding of the figures, not a problem
-            "ledger": {
+            "witness": {
                 "lost": 0,
                 "duplicates_within_session": 0,
                 "acknowledged": 5,
@@ -194,14 +194,14 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
             assert server["crashes"] == 0
             assert server["memory"]["max_rss_mb"] > 0
             assert server["exit_code_on_sigterm"] == 0
-        assert malformed["ledger"]["lost"] == 0
-        assert malformed["ledger"]["acknowledged"] > 0
+        assert malformed["witness"]["lost"] == 0
+        assert malformed["witness"]["acknowledged"] > 0
         assert malformed["consumer_group"]["acknowledged_commits"] > 0
     crash = results["crash_cycles"]
     assert crash["cycles"] == TINY_CYCLES
     assert crash["reloads_missing_acked_records"] == 0
-    assert (crash["ledger"]["lost"], crash["ledger"]["duplicates_within_session"]) == (0, 0)
-    assert crash["ledger"]["acknowledged"] > 0
+    assert (crash["witness"]["lost"], crash["witness"]["duplicates_within_session"]) == (0, 0)
+    assert crash["witness"]["acknowledged"] > 0
     group = crash["consumer_group"]
     assert group["acknowledged_commits"] > 0
     assert group["restarts_with_committed_offset_behind_an_acknowledged_commit"] == 0

@@ -41,10 +41,10 @@ def _machine() -> dict[str, object]:
     }
 
 
-def _ledger_row(ledger: dict[str, int]) -> str:
+def _witness_row(witness: dict[str, int]) -> str:
     return (
-        f"{ledger['acknowledged']} / {ledger['lost']} / {ledger['duplicates_within_session']}"
-        f" / {ledger['misplaced']} / {ledger['acknowledged_without_offset']}"
+        f"{witness['acknowledged']} / {witness['lost']} / {witness['duplicates_within_session']}"
+        f" / {witness['misplaced']} / {witness['acknowledged_without_offset']}"
     )
 
 
@@ -67,7 +67,7 @@ def _malformed_rows(figures: dict[str, Any]) -> list[tuple[str, object]]:
             )
         )
     rows.append(
-        ("ledger acked / lost / dup / misplaced / no offset", _ledger_row(figures["ledger"]))
+        ("witness acked / lost / dup / misplaced / no offset", _witness_row(figures["witness"]))
     )
     return rows
 
@@ -83,12 +83,12 @@ def _table(results: dict[str, object]) -> Table:
                 table.add_row(label + name, str(value))
     crash = results.get("crash_cycles")
     if isinstance(crash, dict):
-        ledger, group = crash["ledger"], crash["consumer_group"]
+        witness, group = crash["witness"], crash["consumer_group"]
         rows = [
             ("kill -9 cycles", crash["cycles"]),
             ("seconds per cycle", crash["seconds_per_cycle"]),
             ("reloads missing acked records", crash["reloads_missing_acked_records"]),
-            ("acked / lost / dup / misplaced / no offset", _ledger_row(ledger)),
+            ("acked / lost / dup / misplaced / no offset", _witness_row(witness)),
             ("group commits acknowledged / went backwards", f"{group['acknowledged_commits']} / "
              f"{group['restarts_with_committed_offset_behind_an_acknowledged_commit']}"),
             ("transactions committed / aborted / unknown",
@@ -134,7 +134,10 @@ def _kafka_cycle_rows(figures: object) -> list[tuple[str, object]]:
         rows.append((f"{target} leader kills, seconds each", f"{cycles['cycles']}, "
                      f"{cycles['seconds_per_cycle']}"))  # fmt: skip
         rows.append(
-            (f"{target} acked / lost / dup / misplaced / no offset", _ledger_row(cycles["ledger"]))
+            (
+                f"{target} acked / lost / dup / misplaced / no offset",
+                _witness_row(cycles["witness"]),
+            )
         )
     return rows
 

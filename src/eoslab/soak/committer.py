@@ -1,5 +1,5 @@
 """A committing consumer group beside the crash cycles: one librdkafka consumer in a group
-reads the ledger topic and commits synchronously after every batch it consumed; each commit
+reads the witness topic and commits synchronously after every batch it consumed; each commit
 the broker acknowledged is remembered, so that after a kill -9 and restart the broker's
 committed offset can be held against it (committed offsets never go backwards)."""
 
@@ -12,7 +12,7 @@ from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicParti
 
 from eoslab.admin import committed_offsets
 from eoslab.background import Background
-from eoslab.soak.ledger import LEDGER_TOPIC
+from eoslab.soak.witness import WITNESS_TOPIC
 
 GROUP = "soak-committer"
 CONSUMER_CONFIG: dict[str, str | int | float | bool] = {
@@ -29,10 +29,10 @@ POLL_S = 0.2
 
 
 def committed_offset(bootstrap: str) -> int:
-    """The group's committed offset of the ledger partition, as its coordinator has it now
+    """The group's committed offset of the witness partition, as its coordinator has it now
     (asked without joining the group: any cluster, wherever the coordinator moved); -1001
     (librdkafka's "invalid") when it has none."""
-    return committed_offsets(bootstrap, GROUP, LEDGER_TOPIC, 1, 30.0).get(0, OFFSET_INVALID)
+    return committed_offsets(bootstrap, GROUP, WITNESS_TOPIC, 1, 30.0).get(0, OFFSET_INVALID)
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Committer(Background):
 
     def _run(self) -> None:
         consumer = Consumer({**CONSUMER_CONFIG, "bootstrap.servers": self.bootstrap})
-        consumer.subscribe([LEDGER_TOPIC])
+        consumer.subscribe([WITNESS_TOPIC])
         try:
             while not self._stop.is_set():
                 messages = consumer.consume(BATCH, POLL_S)
@@ -67,7 +67,7 @@ class Committer(Background):
                 offset = max(int(m.offset() or 0) for m in records) + 1
                 try:
                     consumer.commit(
-                        offsets=[TopicPartition(LEDGER_TOPIC, 0, offset)], asynchronous=False
+                        offsets=[TopicPartition(WITNESS_TOPIC, 0, offset)], asynchronous=False
                     )
                 except KafkaException as failed:  # the broker is down or the group rebalancing
                     self.failed_commits += 1

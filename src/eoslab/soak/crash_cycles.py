@@ -1,4 +1,4 @@
-"""Crash cycles: kill -9 the reference broker under the ledger producer and restart it on the
+"""Crash cycles: kill -9 the reference broker under the witness producer and restart it on the
 same ports and data directory, again and again.
 
 After every restart the partition must still reach past every offset acknowledged before the
@@ -16,9 +16,9 @@ from pathlib import Path
 from eoslab.probe.requests import list_offsets_request
 from eoslab.soak.broker import BrokerProcess
 from eoslab.soak.committer import committed_offset
-from eoslab.soak.ledger import LEDGER_TOPIC
 from eoslab.soak.pacing import KillPacing
 from eoslab.soak.transactions import TXN_TOPIC, TxnProducer
+from eoslab.soak.witness import WITNESS_TOPIC
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class CrashParams:
     seed: int = 0
     acks_per_cycle: int = 20
     """New acknowledged records to wait for between two kills (progress in every cycle)."""
-    ledger_rate: float = 300.0
+    witness_rate: float = 300.0
     max_extra_s: float = 0.3
     """After the acks, a further random pause up to this long before the kill (the kill lands
     at varying points of a produce)."""
@@ -37,9 +37,9 @@ class CrashParams:
 
 
 def _reloaded(broker: BrokerProcess) -> tuple[int, int]:
-    """(the ledger partition's end offset, the group's committed offset) after a restart."""
+    """(the witness partition's end offset, the group's committed offset) after a restart."""
     with broker.client(30.0) as client:
-        response = client.request(list_offsets_request(LEDGER_TOPIC, 0, 0))
+        response = client.request(list_offsets_request(WITNESS_TOPIC, 0, 0))
         end = int(response.topics[0].partitions[0].offset)
     return end, committed_offset(broker.bootstrap)
 
@@ -48,13 +48,13 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
     broker = BrokerProcess(workdir / "crash", fsync=params.fsync)
     broker.workdir.mkdir(parents=True)
     broker.start()
-    broker.create_topics((LEDGER_TOPIC, TXN_TOPIC))
+    broker.create_topics((WITNESS_TOPIC, TXN_TOPIC))
     transactions = TxnProducer(broker.bootstrap, seed=params.seed)
     pacing = KillPacing(
-        broker.bootstrap, params.ledger_rate, params.acks_per_cycle, params.max_seconds,
+        broker.bootstrap, params.witness_rate, params.acks_per_cycle, params.max_seconds,
         params.max_extra_s, params.seed,
     )  # fmt: skip
-    ledger, committer = pacing.ledger, pacing.committer
+    witness, committer = pacing.witness, pacing.committer
     restarts: list[float] = []
     reload_losses = 0
     commits_lost = 0
@@ -62,7 +62,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
     transactions.start()
     try:
         for _ in pacing.kills(params.cycles):
-            acked_before = ledger.highest_acked_offset()
+            acked_before = witness.highest_acked_offset()
             committed_before = committer.acknowledged()
             broker.kill()
             try:
@@ -76,7 +76,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
         pacing.stop()
         transactions.stop()
         with broker.client(30.0) as client:
-            check = ledger.check(client)
+            check = witness.check(client)
         final_commit = committed_offset(broker.bootstrap)
         txn_check = transactions.check()
     finally:
@@ -96,7 +96,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
         "failed_starts": failed_starts,
         "reloads_missing_acked_records": reload_losses,
         "cycles_without_progress": pacing.stalls,
-        "ledger": check.figures(),
+        "witness": check.figures(),
         "transactions": txn_check,
         "consumer_group": {
             **committer.figures(),

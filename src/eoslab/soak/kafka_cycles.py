@@ -1,7 +1,7 @@
-"""Leader kill cycles on the real Kafka clusters: the same idempotent ledger producer and
+"""Leader kill cycles on the real Kafka clusters: the same idempotent witness producer and
 committing consumer group as the reference broker's crash cycles, against a lab of one target
 (Kafka 3.9 with ZooKeeper, or Kafka 4 in KRaft mode; three brokers, RF 3, min.insync 2, through
-the lab's proxy as users' runs go), with the ledger partition's leader killed -9 and restarted
+the lab's proxy as users' runs go), with the witness partition's leader killed -9 and restarted
 again and again.
 
 Each cycle waits for new acknowledgements, kills the partition's current leader, waits until
@@ -24,8 +24,8 @@ from eoslab.rundir import REPLICATION, LabTarget
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig, kafka4_service, kafka_service
 from eoslab.soak.committer import committed_offset
-from eoslab.soak.ledger import LEDGER_TOPIC, read_topic
 from eoslab.soak.pacing import KillPacing
+from eoslab.soak.witness import WITNESS_TOPIC, read_topic
 
 NEW_LEADER_TIMEOUT_S = 60.0
 MAX_EXTRA_S = 0.3
@@ -38,7 +38,7 @@ class KafkaCycleParams:
     targets: tuple[LabTarget, ...] = ("kafka", "kafka4")
     seed: int = 0
     acks_per_cycle: int = 50
-    ledger_rate: float = 300.0
+    witness_rate: float = 300.0
     max_seconds: float = 420.0
     """Per cluster: no kill after this long."""
     port_offset: int = 8000
@@ -52,19 +52,19 @@ def _service(target: LabTarget, node_id: int) -> str:
 def leader_kill_cycles(
     lab: LocalRuntime, target: LabTarget, params: KafkaCycleParams
 ) -> dict[str, Any]:
-    """``params.cycles`` leader kills on ``target`` of a running ``lab``, under the ledger
+    """``params.cycles`` leader kills on ``target`` of a running ``lab``, under the witness
     producer and the committing group; the lab is left with every broker up."""
     bootstrap = lab.config.bootstrap(target)
-    create_topic(bootstrap, LEDGER_TOPIC, partitions=1, replication=REPLICATION[target])
+    create_topic(bootstrap, WITNESS_TOPIC, partitions=1, replication=REPLICATION[target])
     pacing = KillPacing(
-        bootstrap, params.ledger_rate, params.acks_per_cycle, params.max_seconds,
+        bootstrap, params.witness_rate, params.acks_per_cycle, params.max_seconds,
         MAX_EXTRA_S, params.seed,
     )  # fmt: skip
     killed: list[int] = []
     moved = 0
     failed: list[str] = []
     for _ in pacing.kills(params.cycles):
-        leader = find_leader(bootstrap, LEDGER_TOPIC, 0).broker_id
+        leader = find_leader(bootstrap, WITNESS_TOPIC, 0).broker_id
         service = _service(target, leader)
         lab.kill(service)
         killed.append(leader)
@@ -80,7 +80,7 @@ def leader_kill_cycles(
             failed.append(f"{service}: {error}")
             break
     pacing.stop()
-    check = pacing.ledger.check_records(read_topic(bootstrap, LEDGER_TOPIC))
+    check = pacing.witness.check_records(read_topic(bootstrap, WITNESS_TOPIC))
     final_commit = committed_offset(bootstrap)
     return {
         "cycles": len(killed),
@@ -90,14 +90,14 @@ def leader_kill_cycles(
         "leadership_moved": moved,
         "failed_recoveries": failed,
         "cycles_without_progress": pacing.stalls,
-        "ledger": check.figures(),
+        "witness": check.figures(),
         "consumer_group": {**pacing.committer.figures(), "committed_offset_at_end": final_commit},
     }
 
 
 def _new_leader(bootstrap: str, old: int) -> bool:
     try:
-        return find_leader(bootstrap, LEDGER_TOPIC, 0, timeout_s=2.0).broker_id != old
+        return find_leader(bootstrap, WITNESS_TOPIC, 0, timeout_s=2.0).broker_id != old
     except LeaderLookupError:
         return False
 

@@ -1,4 +1,4 @@
-"""The malformed-input soak: mutated frames at one reference broker process while the ledger
+"""The malformed-input soak: mutated frames at one reference broker process while the witness
 producer keeps writing to it; the broker's memory sampled and its liveness checked throughout."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from eoslab.background import Background
 from eoslab.soak.broker import BrokerProcess, ProxyProcess, ServerProcess
 from eoslab.soak.committer import Committer, committed_offset
 from eoslab.soak.frames import send_frames
-from eoslab.soak.ledger import LEDGER_TOPIC, LedgerProducer
 from eoslab.soak.mutator import FUZZ_TOPICS, Frame, FrameMutator
+from eoslab.soak.witness import WITNESS_TOPIC, WitnessProducer
 
 SAMPLE_INTERVAL_S = 0.5
 LIVENESS_TIMEOUT_S = 10.0
@@ -32,7 +32,7 @@ class MalformedParams:
     timeout_s: float = 5.0
     max_seconds: float = 600.0
     """No frame is sent after this long: the soak is bounded in time as well as in count."""
-    ledger_rate: float = 200.0
+    witness_rate: float = 200.0
     via_proxy: bool = False
 
 
@@ -126,7 +126,7 @@ def server_figures(server: ServerProcess, watch: Watch, alive: bool) -> dict[str
 
 def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
     """The frames at the reference broker, or (``params.via_proxy``) through a chaos proxy
-    routed to it; the ledger producer writes to the broker directly either way."""
+    routed to it; the witness producer writes to the broker directly either way."""
     phase = workdir / ("via-proxy" if params.via_proxy else "direct")
     phase.mkdir(parents=True)
     broker = BrokerProcess(phase)
@@ -136,21 +136,21 @@ def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
     try:
         if proxy is not None:
             proxy.start()
-        broker.create_topics((*FUZZ_TOPICS, LEDGER_TOPIC))
+        broker.create_topics((*FUZZ_TOPICS, WITNESS_TOPIC))
         served = broker.served_versions()
         mutator = FrameMutator(params.seed, served)
-        ledger = LedgerProducer(broker.bootstrap, params.ledger_rate)
+        witness = WitnessProducer(broker.bootstrap, params.witness_rate)
         committer = Committer(broker.bootstrap)
         servers: list[ServerProcess] = [broker] if proxy is None else [proxy, broker]
         with contextlib.ExitStack() as stack:
             watches = [stack.enter_context(Watch(server)) for server in servers]
-            ledger.start()
+            witness.start()
             committer.start()
             frames = _until(mutator, params.frames, params.max_seconds)
             tally, unresponsive, seconds = send_frames(
                 servers[0].port, frames, params.timeout_s, params.workers
             )
-            ledger.stop()
+            witness.stop()
             committer.stop()
         figures = {
             server.name: server_figures(server, watch, server.alive())
@@ -158,10 +158,10 @@ def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
         }
         if proxy is not None:
             figures[proxy.name]["exit_code_on_sigterm"] = proxy.stop()
-        if not broker.alive():  # a crash is the finding; the ledger is still read back after it
+        if not broker.alive():  # a crash is the finding; the witness is still read back after it
             broker.start()
         with broker.client(30.0) as client:
-            ledger_check = ledger.check(client)
+            witness_check = witness.check(client)
         group = {
             **committer.figures(),
             "committed_offset_at_end": committed_offset(broker.bootstrap),
@@ -188,7 +188,7 @@ def run_malformed(params: MalformedParams, workdir: Path) -> dict[str, object]:
         "servers": figures,
         "internal_errors": sum(errors.values()),
         "internal_error_messages": dict(errors.most_common(20)),
-        "ledger": ledger_check.figures(),
+        "witness": witness_check.figures(),
         "consumer_group": group,
         "findings": tally.findings,
         "explained_silences": tally.examples,

@@ -1,4 +1,4 @@
-"""What every kill-cycle soak shares: the ledger producer and the committing group running
+"""What every kill-cycle soak shares: the witness producer and the committing group running
 beside the kills, and the pacing of the kills — each waits for new acknowledgements (progress
 between two kills), then a seeded random pause (the kill lands at varying points of a
 produce); no kill after the time bound."""
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from eoslab.clock import wait_until
 from eoslab.soak.committer import Committer
-from eoslab.soak.ledger import LedgerProducer
+from eoslab.soak.witness import WitnessProducer
 
 PROGRESS_TIMEOUT_S = 90.0
 
@@ -20,7 +20,7 @@ PROGRESS_TIMEOUT_S = 90.0
 @dataclass
 class KillPacing:
     bootstrap: str
-    ledger_rate: float
+    witness_rate: float
     acks_per_cycle: int
     max_seconds: float
     max_extra_s: float
@@ -28,30 +28,30 @@ class KillPacing:
     stalls: int = 0
     """Cycles whose acknowledgements did not come within PROGRESS_TIMEOUT_S."""
     seconds: float = 0.0
-    """From the first kill's pacing to the stop of the ledger and the group."""
+    """From the first kill's pacing to the stop of the witness and the group."""
     _begin: float = field(init=False, default=0.0)
-    ledger: LedgerProducer = field(init=False)
+    witness: WitnessProducer = field(init=False)
     committer: Committer = field(init=False)
 
     def __post_init__(self) -> None:
-        self.ledger = LedgerProducer(self.bootstrap, self.ledger_rate)
+        self.witness = WitnessProducer(self.bootstrap, self.witness_rate)
         self.committer = Committer(self.bootstrap)
 
     def _progress(self) -> bool:
-        target = self.ledger.acknowledged() + self.acks_per_cycle
+        target = self.witness.acknowledged() + self.acks_per_cycle
         return bool(
             wait_until(
-                lambda: self.ledger.acknowledged() >= target, PROGRESS_TIMEOUT_S, interval_s=0.05
+                lambda: self.witness.acknowledged() >= target, PROGRESS_TIMEOUT_S, interval_s=0.05
             )
         )
 
     def kills(self, cycles: int) -> Iterator[int]:
         """Yields when the next kill is due (at most ``cycles`` times, none after
-        ``max_seconds``); the ledger and the group run from the first until the loop ends, and
+        ``max_seconds``); the witness and the group run from the first until the loop ends, and
         once it ends normally they are stopped after one more round of acknowledgements."""
         rng = random.Random(self.seed)
         self._begin = time.monotonic()
-        self.ledger.start()
+        self.witness.start()
         self.committer.start()
         try:
             for cycle in range(cycles):
@@ -65,10 +65,10 @@ class KillPacing:
             self.stop()
 
     def stop(self) -> None:
-        """Stop the ledger and the group (again: a loop left by ``break`` must not rely on its
+        """Stop the witness and the group (again: a loop left by ``break`` must not rely on its
         generator being closed before the read-back)."""
         if self.seconds:
             return
-        self.ledger.stop()
+        self.witness.stop()
         self.committer.stop()
         self.seconds = time.monotonic() - self._begin

@@ -23,8 +23,8 @@ from eoslab.probe.requests import (
     produce_request,
 )
 from eoslab.soak.broker import BrokerProcess
-from eoslab.soak.ledger import LEDGER_TOPIC, LedgerProducer
 from eoslab.soak.malformed import Watch, server_figures
+from eoslab.soak.witness import WITNESS_TOPIC, WitnessProducer
 
 TOPIC = "soak-producer-ids"
 
@@ -38,8 +38,8 @@ class ProducerIdParams:
     """producer.id.expiration.ms of the broker under test (Kafka's default is a day)."""
     check_interval_ms: int = 1_000
     """producer.id.expiration.check.interval.ms (Kafka's default is ten minutes)."""
-    ledger_rate: float = 100.0
-    """The ledger producer keeps appending beside the waves: its state must never expire."""
+    witness_rate: float = 100.0
+    """The witness producer keeps appending beside the waves: its state must never expire."""
 
 
 def _active_producers(client: KafkaProtocolClient, partitions: int) -> set[int]:
@@ -90,13 +90,13 @@ def run_producer_ids(params: ProducerIdParams, workdir: Path) -> dict[str, objec
     )
     broker.start()
     try:
-        broker.create_topics((LEDGER_TOPIC,))
+        broker.create_topics((WITNESS_TOPIC,))
         broker.create_topics((TOPIC,), params.partitions)
         with broker.client(30.0) as client:
-            ledger = LedgerProducer(broker.bootstrap, params.ledger_rate)
+            witness = WitnessProducer(broker.bootstrap, params.witness_rate)
             waves = []
             with Watch(broker) as watch:
-                ledger.start()
+                witness.start()
                 for wave in (1, 2):
                     begin = time.monotonic()
                     pids, refused = _wave(client, params, wave)
@@ -121,8 +121,8 @@ def run_producer_ids(params: ProducerIdParams, workdir: Path) -> dict[str, objec
                             "expired_after_s": round(time.monotonic() - begin - written_s, 1),
                         }
                     )
-                ledger.stop()
-            ledger_check = ledger.check(client)
+                witness.stop()
+            witness_check = witness.check(client)
             servers = {broker.name: server_figures(broker, watch, broker.alive())}
     finally:
         if broker.alive():
@@ -135,5 +135,5 @@ def run_producer_ids(params: ProducerIdParams, workdir: Path) -> dict[str, objec
             second["rss_mb_holding_them"] / max(first["rss_mb_holding_them"], 0.1), 3
         ),
         "servers": servers,
-        "ledger": ledger_check.figures(),
+        "witness": witness_check.figures(),
     }

@@ -28,7 +28,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eoslab.admin import end_offsets
 from eoslab.background import Background
-from eoslab.soak.ledger import read_topic
+from eoslab.soak.witness import read_topic
 
 TXN_TOPIC = "soak-txn"
 TRANSACTIONAL_ID = "soak-txn-producer"

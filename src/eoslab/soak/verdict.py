@@ -8,19 +8,19 @@ MAX_RSS_GROWTH = 2.0
 """The broker's RSS in the last quarter of the run at most this many times the first's."""
 
 
-def _ledger_problems(where: str, ledger: dict[str, Any], *, misplaced: bool = True) -> list[str]:
+def _witness_problems(where: str, witness: dict[str, Any], *, misplaced: bool = True) -> list[str]:
     """``misplaced``: whether a record found at another offset than its acknowledgement said is
     a problem (it is of the lab's own servers; of Kafka it is a finding the figures report)."""
     found = []
-    if ledger["lost"]:
-        found.append(f"{where}: {ledger['lost']} acknowledged records lost")
-    if misplaced and ledger["misplaced"]:
+    if witness["lost"]:
+        found.append(f"{where}: {witness['lost']} acknowledged records lost")
+    if misplaced and witness["misplaced"]:
         found.append(
-            f"{where}: {ledger['misplaced']} records found at another offset than acknowledged"
+            f"{where}: {witness['misplaced']} records found at another offset than acknowledged"
         )
-    if ledger["duplicates_within_session"]:
-        found.append(f"{where}: {ledger['duplicates_within_session']} duplicates in a session")
-    if not ledger["acknowledged"]:
+    if witness["duplicates_within_session"]:
+        found.append(f"{where}: {witness['duplicates_within_session']} duplicates in a session")
+    if not witness["acknowledged"]:
         found.append(f"{where}: the producer got no acknowledgement at all")
     return found
 
@@ -50,7 +50,7 @@ def malformed_problems(where: str, figures: dict[str, Any]) -> list[str]:
     if sum(figures["outcomes"].values()) != figures["frames"]:
         found.append(f"{where}: frames left unclassified")
     found += _group_problems(where, figures["consumer_group"])
-    return found + _ledger_problems(where, figures["ledger"])
+    return found + _witness_problems(where, figures["witness"])
 
 
 def _group_problems(where: str, group: dict[str, Any]) -> list[str]:
@@ -102,7 +102,7 @@ def crash_problems(figures: dict[str, Any]) -> list[str]:
     found += _transaction_problems(figures["transactions"])
     if figures["cycles_without_progress"]:
         found.append(f"crash: {figures['cycles_without_progress']} cycles without an ack")
-    return found + _ledger_problems("crash", figures["ledger"])
+    return found + _witness_problems("crash", figures["witness"])
 
 
 def load_problems(figures: dict[str, Any]) -> list[str]:
@@ -139,7 +139,7 @@ def producer_id_problems(figures: dict[str, Any]) -> list[str]:
         found.append(f"producer ids: RSS grew x{figures['rss_growth_second_wave']} in wave 2")
     for name, server in figures["servers"].items():
         found += _server_problems("producer ids", name, server)
-    return found + _ledger_problems("producer ids", figures["ledger"])
+    return found + _witness_problems("producer ids", figures["witness"])
 
 
 def kafka_cycle_problems(target: str, figures: dict[str, Any]) -> list[str]:
@@ -154,7 +154,7 @@ def kafka_cycle_problems(target: str, figures: dict[str, Any]) -> list[str]:
     if figures["cycles_without_progress"]:
         found.append(f"{where}: {figures['cycles_without_progress']} cycles without an ack")
     found += _group_problems(where, figures["consumer_group"])
-    return found + _ledger_problems(where, figures["ledger"], misplaced=False)
+    return found + _witness_problems(where, figures["witness"], misplaced=False)
 
 
 def problems(results: dict[str, Any]) -> list[str]:

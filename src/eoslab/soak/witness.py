@@ -1,9 +1,11 @@
-"""The well-behaved client beside the soak: an idempotent librdkafka producer that keeps writing
+"""The witness: the well-behaved client beside the soak, an idempotent librdkafka producer that keeps writing
 ``<session>/<n>`` values to one partition, remembers every acknowledged offset, and the check
 that reads the partition back (every acknowledged record there, none twice).
 
 A fatal idempotence error ends a producer session; the next session is a new Producer (a new
-producer id). Duplicates are only counted within a session, as Kafka promises.
+producer id). Duplicates are only counted within a session, as Kafka promises. (Named a
+witness, not a ledger: "ledger" is the checker's word, for the records of a run beside what its
+clients said.)
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from eoslab.background import Background
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.probe.log_reader import read_partition
 
-LEDGER_TOPIC = "soak-ledger"
+WITNESS_TOPIC = "soak-witness"
 PRODUCER_CONFIG: dict[str, str | int | float | bool] = {
     "enable.idempotence": True,
     "acks": "all",
@@ -45,7 +47,7 @@ MAX_MISPLACED_EXAMPLES = 10
 
 
 @dataclass
-class LedgerCheck:
+class WitnessCheck:
     """What the read-back found."""
 
     acknowledged: int
@@ -87,13 +89,13 @@ class LedgerCheck:
 
 
 @dataclass
-class LedgerProducer(Background):
+class WitnessProducer(Background):
     """Stops sending on ``stop()``, then waits for every outstanding delivery report."""
 
     bootstrap: str
     rate: float
     """Records per second (the soak's background load, not a throughput test)."""
-    topic: str = LEDGER_TOPIC
+    topic: str = WITNESS_TOPIC
     acked: dict[bytes, int | None] = field(default_factory=dict)
     """Each acknowledged value's offset, None when the delivery report named none."""
     failed: int = 0
@@ -101,7 +103,7 @@ class LedgerProducer(Background):
     fatal_errors: list[str] = field(default_factory=list)
     sent: int = 0
 
-    thread_name: ClassVar[str] = "soak-ledger"
+    thread_name: ClassVar[str] = "soak-witness"
     join_timeout_s: ClassVar[float | None] = FLUSH_TIMEOUT_S + 10
 
     def __post_init__(self) -> None:
@@ -163,14 +165,14 @@ class LedgerProducer(Background):
             producer.poll(0)
         producer.flush(FLUSH_TIMEOUT_S)
 
-    def check(self, client: KafkaProtocolClient) -> LedgerCheck:
+    def check(self, client: KafkaProtocolClient) -> WitnessCheck:
         """Read the partition back (from the reference broker) and compare it with the
         delivery reports."""
         return self.check_records(
             [(r.offset, r.value) for r in read_partition(client, self.topic, 0)]
         )
 
-    def check_records(self, logged: list[tuple[int, bytes | None]]) -> LedgerCheck:
+    def check_records(self, logged: list[tuple[int, bytes | None]]) -> WitnessCheck:
         """Compare the partition's records (offset, value) with the delivery reports."""
         at: dict[bytes | None, int] = {}
         for offset, value in logged:
@@ -188,7 +190,7 @@ class LedgerProducer(Background):
             for value, offset in acked.items()
             if value in at and offset is not None and at[value] != offset
         ]
-        return LedgerCheck(
+        return WitnessCheck(
             acknowledged=len(acked),
             in_log=len(logged),
             lost=lost,

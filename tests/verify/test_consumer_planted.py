@@ -27,10 +27,13 @@ FOUND = {
     "foreign": ">0",
     **dict.fromkeys(CONSUMER_ANOMALIES, ">0"),
     "effect_lost": "0",
+    "inconsistent_offset": "0",
 }
 """The planted run's expectations: every consumer anomaly but a lost effect (planted in
 test_effect_lost: here every processed message has its effect, a:1 skipped as a duplicate and
-d:1 without its ledger row included), and the producer duplicate (p0, 7)."""
+d:1 without its ledger row included) and an inconsistent offset (planted in
+test_an_offset_found_holding_another_record_is_inconsistent: here every read of a place found
+the log's record), and the producer duplicate (p0, 7)."""
 FOREIGN_VALUE = b"not a workload record"
 
 
@@ -196,6 +199,7 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
         "poll_skip": 2,
         "nonmonotonic_poll": 1,
         "offset_regression": 1,
+        "inconsistent_offset": 0,
     }
     assert naive.check(run.path).counts == metrics["anomalies"]
     consumption = metrics["consumption"]
@@ -229,7 +233,7 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
     verdict = run.read_verdict()
     assert verdict.conforms, verdict.mismatches
     checks = {check.name: check for check in verdict.checks}
-    assert [checks[name].observed for name in CONSUMER_ANOMALIES] == [2, 3, 2, 1, 0, 2, 1, 1]
+    assert [checks[name].observed for name in CONSUMER_ANOMALIES] == [2, 3, 2, 1, 0, 2, 1, 1, 0]
     assert checks["effect_duplicate"].examples[0]["offset"] == 2
     consumer_suite = [e for e in verdict.gx.expectations if e.suite == "consumer_exactly_once"]
     assert {(e.anomalies[0], e.success) for e in consumer_suite} == {
@@ -246,6 +250,7 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
     ] == [
         ("consumer_polls", ["poll_skip"], False),
         ("consumer_polls", ["nonmonotonic_poll"], False),
+        ("consumer_polls", ["inconsistent_offset"], True),
         ("committed_offsets", ["offset_regression"], False),
     ]
     assert verdict.gx.agrees_with_anomalies
@@ -275,6 +280,51 @@ def test_every_consumer_check_fails_when_its_planted_anomaly_is_expected_absent(
         ("offset_regression", "0", 1),
     ]
     assert all(m.examples for m in verdict.mismatches)
+
+
+def test_an_offset_found_holding_another_record_is_inconsistent(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """c1 reads p0 0-3 as the log holds them; c2, a generation later, read offset 2 as another
+    record of the run, one the log does not hold (what a consumer of a record truncated away
+    and replaced would have read): that place is an inconsistent offset, and nothing else is
+    an anomaly. Expected absent, its check fails; the naive checker counts the same."""
+    planted = PlantedRun(root=tmp_path, bootstrap=kafka_bootstrap)
+    a = planted.session()
+    messages = [planted.message(a, 0, offset, "k", offset) for offset in range(4)]
+    for offset, message in enumerate(messages):
+        planted.sent_and_acked(message, offset)
+    replaced = planted.message(a, 0, 9, "k", 9)  # of the run, never in the log
+    consumption = PlantedConsumption(run_id=planted.run_id)
+    c1 = Member(consumer=0, session=uuid.uuid4().hex, generation=1)
+    c2 = Member(consumer=1, session=uuid.uuid4().hex, generation=2)
+    for offset, message in enumerate(messages):
+        consumption.process(c1, 0, offset, message)
+    consumption.commit(c1, 0, 4)
+    consumption.process(c2, 0, 2, replaced)
+    run, _ = planted.write(expected={"inconsistent_offset": ">0"})
+    consumption.write(run, str(run.sink_sqlite))
+
+    verdict = verify_run(run.path, spark=spark)
+    assert verdict.conforms, verdict.mismatches
+    observed = {check.name: check.observed for check in verdict.checks}
+    assert {name: observed[name] for name in CONSUMER_ANOMALIES} == {
+        **dict.fromkeys(CONSUMER_ANOMALIES, 0),
+        "inconsistent_offset": 1,
+    }
+    (example,) = {c.name: c for c in verdict.checks}["inconsistent_offset"].examples
+    assert (example["partition"], example["offset"], example["identities"]) == (0, 2, 2)
+    assert naive.check(run.path).counts["inconsistent_offset"] == 1
+    polls = [e for e in verdict.gx.expectations if e.anomalies == ["inconsistent_offset"]]
+    assert [e.success for e in polls] == [False]
+    assert verdict.gx.agrees_with_anomalies
+
+    info = run.read_info()
+    run.write_info(info.model_copy(update={"expected": {"inconsistent_offset": "0"}}))
+    refused = verify_run(run.path, spark=spark)
+    assert [(m.name, m.expected, m.observed) for m in refused.mismatches] == [
+        ("inconsistent_offset", "0", 1)
+    ]
 
 
 def test_the_sink_is_read_from_postgresql_with_the_password_from_pgpassword(

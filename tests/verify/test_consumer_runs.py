@@ -196,6 +196,7 @@ def test_a_crash_before_commit_is_judged_as_its_handler_mode_promises(
         "poll_skip": 0,
         "nonmonotonic_poll": 0,
         "offset_regression": 0,
+        "inconsistent_offset": 0,
     }
     assert {name: observed[name] for name in PRODUCER_ANOMALIES} == dict.fromkeys(
         PRODUCER_ANOMALIES, 0

@@ -36,6 +36,7 @@ ConsumerAnomaly = Literal[
     "poll_skip",
     "nonmonotonic_poll",
     "offset_regression",
+    "inconsistent_offset",
 ]
 """What the checker derives from the topic, the consumption ledger and the sink (ARCHITECTURE.md,
 "The consumer half"): a record committed past but never processed; a record processed more than
@@ -45,7 +46,9 @@ the sink (e.g. skipped by the idempotent handler's guard as older than what its 
 And what each consumer saw, as Jepsen's Kafka checker judges it: within one member's assignment
 epoch (a consumer session in one generation), a partition's processed offsets that jump over
 records of the log (``poll_skip``) or go back (``nonmonotonic_poll``: no rebalance between);
-a group's committed offset for a partition that moves backwards (``offset_regression``)."""
+a group's committed offset for a partition that moves backwards (``offset_regression``); a
+partition's offset found holding two different records of the run, by two processings or by a
+processing and the log (``inconsistent_offset``, Jepsen's inconsistent offsets)."""
 TransactionAnomaly = Literal[
     "aborted_read",
     "lost_committed",

@@ -41,6 +41,15 @@ judges the same of its polls). An *assignment epoch* is one consumer session in 
   went back without a rebalance (a new generation restarts from the committed offset, and is
   another epoch).
 
+And what the consumers and the checker found at one place of the log:
+``inconsistent_offset`` (Jepsen's inconsistent offsets): a partition's offset that was found
+holding two different records of the run — by two processings, or by a processing and the log
+as the checker reads it when the run is over (a record a consumer read, then truncated away and
+replaced by another: an unclean leader election's doing). One row per place, with how many
+records were found there. A place gone from the log (deleted below its start, truncated past
+its end) is judged by its processings alone; a foreign record holds no message to disagree
+about.
+
 And from its commits: ``offset_regression``: a successful commit of a partition below the
 group's committed offset before it (the last successful commit of that partition, in commit
 time): the group's position moved backwards, so what lies between is delivered again.
@@ -182,6 +191,21 @@ def nonmonotonic_polls(polled: DataFrame) -> DataFrame:
     return polled.where(sf.col("offset") <= sf.col("previous_offset")).select(*POLL)
 
 
+def inconsistent_offsets(polls: DataFrame) -> DataFrame:
+    """Places found holding more than one record of the run, one row each, with the messages
+    its processings found there and who processed them (the polls are clustered by Kafka
+    partition: no exchange)."""
+    return (
+        polls.where(sf.col("identities") > 1)
+        .groupBy(*LOCATION)
+        .agg(
+            sf.max("identities").alias("identities"),
+            sf.sort_array(sf.collect_set("message_id")).alias("processed_messages"),
+            sf.sort_array(sf.collect_set("consumer_session")).alias("consumer_sessions"),
+        )
+    )
+
+
 def offset_regressions(commits: DataFrame) -> DataFrame:
     """Successful commits of a partition below the last successful one before them (commit time,
     then session and commit number for commits of one moment)."""
@@ -223,5 +247,6 @@ def derive(
         "poll_skip": poll_skips(polled),
         "nonmonotonic_poll": nonmonotonic_polls(polled),
         "offset_regression": offset_regressions(commits),
+        "inconsistent_offset": inconsistent_offsets(polls),
     }
     return {name: tables[name] for name in CONSUMER_ANOMALIES}

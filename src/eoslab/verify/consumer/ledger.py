@@ -209,10 +209,14 @@ POLL_COLUMNS = (
     "n",
     "before",
     "through",
+    "identities",
 )
 """The polls' columns: a processing (who processed which record, in which epoch, its number
 among its session's processings) and the log around its offset: ``before``, the records of its
-partition below its offset; ``through``, those at or below it."""
+partition below its offset; ``through``, those at or below it; ``identities``, how many
+different records of the run (by the identity their values give) its place was found holding,
+by the log (the checker's read) and by every processing of it: more than one is an
+inconsistent offset."""
 
 
 _PROCESSING_COLUMNS = (
@@ -226,6 +230,16 @@ _PROCESSING_COLUMNS = (
 """A processing's columns beside its place (partition, offset)."""
 
 
+def _identity() -> Column:
+    """A record of the run's identity, (session, key, key_seq) as one string; null for a foreign
+    record or a processing of one (the consumer and the checker may class a damaged record
+    differently, and a record without identity holds no message to disagree about)."""
+    return sf.when(
+        sf.col("session_id").isNotNull(),
+        sf.concat_ws(":", "session_id", "key", sf.col("key_seq").cast("string")),
+    ).alias("identity")
+
+
 def build_polls(ledger: DataFrame, processed: DataFrame) -> DataFrame:
     """What each consumer saw, laid out for the poll checks: every processing of the consumption
     ledger, with the log's records around its offset (``before``, ``through``: see
@@ -233,16 +247,17 @@ def build_polls(ledger: DataFrame, processed: DataFrame) -> DataFrame:
     consumer_session, generation, n), so that an epoch's processings follow one another in
     processing order. The records between two processings at offsets ``a < b`` are then
     ``before(b) - through(a)``: offsets without a record (a transaction marker) count for nothing.
+    The same window over a place counts the records of the run found there (``identities``).
 
     Its cost, apart from the consumer ledger's (whose clustering, by producer session and key,
     spreads a consumer's processings of a partition everywhere): one exchange, of the processed
     rows and the log's (partition, offset), and two sorts — by offset to count the records, then
     by epoch."""
     records = ledger.where(sf.col("offset").isNotNull()).select(
-        "partition", "offset", sf.lit(True).alias("is_record")
+        "partition", "offset", sf.lit(True).alias("is_record"), _identity()
     )
     processings = processed.select(
-        "partition", "offset", sf.lit(False).alias("is_record"), *_PROCESSING_COLUMNS
+        "partition", "offset", sf.lit(False).alias("is_record"), *_PROCESSING_COLUMNS, _identity()
     )
     rows = (
         processings.unionByName(records, allowMissingColumns=True)
@@ -259,6 +274,7 @@ def build_polls(ledger: DataFrame, processed: DataFrame) -> DataFrame:
         "*",
         sf.count_if("is_record").over(up_to).alias("through"),
         sf.count_if("is_record").over(at).alias("at"),
+        sf.size(sf.collect_set("identity").over(at)).alias("identities"),
     )
     return (
         counted.where(~sf.col("is_record"))
@@ -266,6 +282,7 @@ def build_polls(ledger: DataFrame, processed: DataFrame) -> DataFrame:
             *(sf.col(c) for c in POLL_COLUMNS[:-2]),
             sf.expr("through - at").alias("before"),
             "through",
+            "identities",
         )
         .sortWithinPartitions(*POLL_EPOCH, "n")
     )

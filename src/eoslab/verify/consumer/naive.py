@@ -155,7 +155,23 @@ def count_consumer_anomalies(
         "effect_lost": len(processed_messages - of_message.keys()),
         **_poll_anomalies(processings, {place for place, _ in records}),
         "offset_regression": _offset_regressions(commits),
+        "inconsistent_offset": _inconsistent_offsets(records, processings),
     }
+
+
+def _inconsistent_offsets(records: Iterable[Record], processings: Iterable[Processing]) -> int:
+    """Places a processing read that were found holding more than one message of the run, by
+    the processings and the log together (foreign records hold none)."""
+    found: dict[Place, set[Identity]] = defaultdict(set)
+    processed_places = set()
+    for p in processings:
+        processed_places.add(p.place)
+        if p.identity is not None:
+            found[p.place].add(p.identity)
+    for place, identity in records:
+        if identity is not None and place in processed_places:
+            found[place].add(identity)
+    return sum(1 for identities in found.values() if len(identities) > 1)
 
 
 def _poll_anomalies(processings: Iterable[Processing], in_log: set[Place]) -> dict[str, int]:

@@ -197,7 +197,7 @@ def inconsistent_offsets(polls: DataFrame) -> DataFrame:
     partition: no exchange)."""
     return (
         polls.where(sf.col("identities") > 1)
-        .groupBy(*LOCATION)
+        .groupBy("partition", "offset")
         .agg(
             sf.max("identities").alias("identities"),
             sf.sort_array(sf.collect_set("message_id")).alias("processed_messages"),

@@ -199,6 +199,8 @@ def build_consumer_ledger(
 POLL_EPOCH = ("partition", "consumer_session", "generation")
 """A member's assignment epoch (a consumer session in one generation; KIP-848: member epoch),
 per partition: where processings must rise one record at a time."""
+_LOG_AROUND = ("before", "through", "identities")
+"""The polls' last columns: the log around a processing's offset, counted when they are built."""
 POLL_COLUMNS = (
     *RECORD_FIELDS,
     "offset",
@@ -207,9 +209,7 @@ POLL_COLUMNS = (
     "consumer_session",
     "generation",
     "n",
-    "before",
-    "through",
-    "identities",
+    *_LOG_AROUND,
 )
 """The polls' columns: a processing (who processed which record, in which epoch, its number
 among its session's processings) and the log around its offset: ``before``, the records of its
@@ -279,10 +279,9 @@ def build_polls(ledger: DataFrame, processed: DataFrame) -> DataFrame:
     return (
         counted.where(~sf.col("is_record"))
         .select(
-            *(sf.col(c) for c in POLL_COLUMNS[:-2]),
+            *(sf.col(c) for c in POLL_COLUMNS[: -len(_LOG_AROUND)]),
             sf.expr("through - at").alias("before"),
-            "through",
-            "identities",
+            *_LOG_AROUND[1:],
         )
         .sortWithinPartitions(*POLL_EPOCH, "n")
     )

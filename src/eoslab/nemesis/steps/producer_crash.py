@@ -6,7 +6,10 @@ flight (settled as indeterminate). An idempotent session must have been killed w
 flight (what a crash leaves uncertain); killed with none, it was a clean stop in all but name.
 A transactional session must have been killed inside a transaction (begun, its commit or abort
 not yet asked for: what the crash leaves for the coordinator to abort); killed between two,
-the step did not take effect."""
+the step did not take effect. So a transactional session is first stopped at its freeze point
+(inside a transaction with a record acknowledged, the zombie's point of ``producer-zombie``) and
+killed there: a kill at a moment chosen by the clock alone lands in a commit's round trip now
+and then (CI's run of stop 38: "between two transactions" on the reference broker)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ class ProducerCrashStep(ProducerStep, RestartingStep):
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         workload = ctx.workload()
+        if workload.transactional:
+            workload.freeze_mid_transaction(self.producer)  # ended first: killed as it stands
         crashed, in_flight = workload.crash(self.producer)
         killed = f"session {crashed.session_id[:8]} killed (SIGKILL) with {in_flight} record(s) in flight"
         observed: dict[str, object] = {"session_id": crashed.session_id, "in_flight": in_flight}

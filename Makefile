@@ -18,7 +18,7 @@ export EOSLAB_DOCKER := 1
 endif
 endif
 
-.PHONY: setup lab up down status conformance test test-halves lint bench soak clean
+.PHONY: setup lab up down status conformance test test-one lint bench soak clean
 
 setup:
 	@bash scripts/setup.sh
@@ -50,15 +50,16 @@ lint: setup
 	$(VENV)/bin/ruff format --check src tests dags spark_jobs findings
 	$(VENV)/bin/mypy
 
+# The suite in two halves at once, each a pytest session with a lab of its own
+# (scripts/test.sh; README, Tests). With PYTEST_ARGS, one session runs them.
 test: export EOSLAB_DOCKER := 1
 test: setup lint
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
-
-# The suite in two halves at once, each with a lab of its own (scripts/test.sh): faster, and
-# heavier on the machine (README, Tests).
-test-halves: export EOSLAB_DOCKER := 1
-test-halves: setup lint
 	@bash scripts/test.sh $(PYTEST_ARGS)
+
+# The suite as one pytest session: slower, lighter on the machine.
+test-one: export EOSLAB_DOCKER := 1
+test-one: setup lint
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: setup
 	$(VENV)/bin/python -m eoslab.bench

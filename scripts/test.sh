@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# make test-halves: the suite in two halves at once, each a pytest session with a lab of its
+# make test: the suite in two halves at once, each a pytest session with a lab of its
 # own (ports offset by 1000 and by 7000, temporary folders of its own). Most of a lab test is
 # waiting — producers at their rate, faults at their durations, session timeouts — so two labs
 # side by side on two cores overlap their waits; memory allows it (about 9 GB a half at its
 # peak, 24 GB here). The first half holds the tests of the lab's Kafka 4 (only its lab starts
 # Kafka 4) and the catalogue's cells; the second everything else (the compose lab's test
 # among it: it runs a lab of its own). Each half's lines are prefixed
-# with its letter; both summaries are printed again at the end. With arguments (PYTEST_ARGS),
+# with its letter; both summaries (and the lab tests each ran again) are printed again at the
+# end. With arguments (PYTEST_ARGS),
 # one session runs them, as plain pytest would.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ HALF_A=(
   tests/scenarios/test_kafka4_runs.py
   tests/scenarios/test_client_cells.py
   tests/scenarios/test_txn_runs.py
+  tests/scenarios/test_external_runs.py
   tests/probe/test_three_way_diff.py
   tests/runtime/test_kafka4.py
   tests/soak/test_kafka_cycles.py
@@ -45,6 +47,8 @@ wait $a; status_a=$?
 wait $b; status_b=$?
 for letter in a b; do
   echo "== half $letter: $(grep -E '^=+ .*(passed|failed|error).* in ' "$logs/$letter.log" | tail -1)"
+  # the lab tests it ran again (tests/conftest.py), each with its first failure
+  awk '/^=+ lab tests run again/ {on=1; print; next} on && /^=+ / {on=0} on' "$logs/$letter.log"
 done
 [ $status_a -eq 0 ] && [ $status_b -eq 0 ] && rm -rf "$logs"
 exit $(( status_a != 0 ? status_a : status_b ))

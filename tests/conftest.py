@@ -8,6 +8,13 @@ and in a temporary state folder, so it never meets a lab a developer has up.
 Kafka 4 (three KRaft nodes) joins the session lab when a collected test is marked ``kafka4``:
 one lab, one proxy, one config, as a user's lab with every target; a session without such a
 test (a single test file, say) starts no Kafka 4 (README, "Tests").
+
+A lab test that fails is run once more, as Kafka's own CI runs its integration tests
+(``maxTestRetries=1``, ``maxTestRetryFailures``): a fault's timing on a loaded two-core machine
+now and then lands where a step cannot take effect (each such case found is mended in the
+scenario, not left to the rerun). Every test run again is listed at the end with its first
+failure, and a session with more than :data:`MAX_RERUN_TESTS` of them fails: flakiness stays
+visible and bounded. A test that fails twice fails.
 """
 
 from __future__ import annotations
@@ -32,10 +39,45 @@ TEST_PORT_OFFSET = int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000"))
 KAFKA4 = "kafka4"
 """The marker of tests that need the lab's Kafka 4."""
 WANTS_KAFKA4 = pytest.StashKey[bool]()
+LAB_RERUNS = 1
+"""How many times a failed lab test is run again (pytest-rerunfailures)."""
+MAX_RERUN_TESTS = 3
+"""A session with more lab tests run again than this fails, even if every rerun passed."""
+_run_again: dict[str, str] = {}
+"""Each lab test run again: its first failure's one line."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     config.stash[WANTS_KAFKA4] = any(item.get_closest_marker(KAFKA4) for item in items)
+    for item in items:
+        if item.get_closest_marker("lab"):
+            item.add_marker(pytest.mark.flaky(reruns=LAB_RERUNS))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.outcome == "rerun" and report.nodeid not in _run_again:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        line = crash.message if crash is not None else str(report.longrepr)
+        _run_again[report.nodeid] = line.strip().splitlines()[0] if line.strip() else "?"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if len(_run_again) > MAX_RERUN_TESTS and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _run_again:
+        return
+    over = len(_run_again) > MAX_RERUN_TESTS
+    terminalreporter.section(
+        f"lab tests run again: {len(_run_again)} (at most {MAX_RERUN_TESTS}"
+        + (": too many, the session fails)" if over else ")"),
+        red=over,
+        yellow=not over,
+    )
+    for nodeid, line in _run_again.items():
+        terminalreporter.line(f"{nodeid}: {line}")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -106,12 +106,13 @@ def up(
         console.print(lab.warm_up_spark(), soft_wrap=True)
     if isinstance(lab, LocalRuntime | ComposeRuntime) and lab.config.with_airflow:
         console.print(lab.airflow().login_banner())
-    reached = "   ".join(
-        f"{CLUSTER_TITLES[target]}: [bold]{view.bootstrap}[/]"
+    reached = "".join(
+        f"\n  {CLUSTER_TITLES[target]}: [bold]{view.bootstrap}[/]"
         for target, view in status.clusters.items()
     )
     console.print(
-        f"\nThe lab is up. {reached}\nStop it with [bold]make lab down[/] (or `eoslab lab down`)."
+        f"\nThe lab is up.{reached}\nStop it with [bold]make lab down[/] (or `eoslab lab down`).",
+        soft_wrap=True,
     )
 
 
@@ -323,19 +324,25 @@ _verb("restart", "Stop a service cleanly and start it again with the same data."
 
 
 def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
-    """The services, where their logs are, then each cluster: with every topic partition, or
-    (``partitions`` False, as ``lab up`` prints it) their count, so that the output does not
-    grow with every run. Nothing a user may copy is cut at 80 columns: the ports are one a line,
-    and the log folder is printed once, under the table (`lab status --json` has each path)."""
+    """The services, where their logs are, then each cluster: with every port and topic
+    partition, or (``partitions`` False, as ``lab up`` prints it, a line a service) the port a
+    user reaches each service on and the topics' count, so that the output stays short and does
+    not grow with every run. Nothing a user may copy is cut at 80 columns: the ports are one a
+    line, and the log folder is printed once, under the table (`lab status --json` has each
+    path)."""
     table = Table(title=f"eoslab lab ({status.runtime}, {status.state_dir})")
     ports = {
-        s.name: "\n".join(f"{label}={port}" for label, port in s.ports.items())
+        s.name: "\n".join(
+            f"{label}={port}"
+            for label, port in s.ports.items()
+            if partitions or label == _reached_on(s.ports)
+        )
         for s in status.services
     }
     identifier_column(table, "service", [s.name for s in status.services])
     for column in ("state", "health", "pid"):
         table.add_column(column)
-    identifier_column(table, "ports", list(ports.values()))
+    identifier_column(table, "ports" if partitions else "port", list(ports.values()))
     for service in status.services:
         health = "[green]ok[/]" if service.healthy else "[red]down[/]"
         table.add_row(
@@ -345,8 +352,9 @@ def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
     logs = {Path(s.log).parent for s in status.services if s.log}
     if logs:
         folders = ", ".join(str(folder) for folder in sorted(logs))
+        more = "the last lines" if partitions else "every port and topic: `eoslab lab status`"
         console.print(
-            f"Logs: {folders}/<service>.log (`eoslab lab logs SERVICE` shows the last lines)",
+            f"Logs: {folders}/<service>.log (`eoslab lab logs SERVICE`); {more}",
             soft_wrap=True,
         )
     for target, view in status.clusters.items():
@@ -361,14 +369,23 @@ def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
         console.print(f"[yellow]network partition[/]: {cut} is cut", soft_wrap=True)
 
 
+def _reached_on(ports: dict[str, int]) -> str:
+    """The port a user reaches a service on: a broker's advertised one (the proxy's), else its
+    first."""
+    return "advertised" if "advertised" in ports else next(iter(ports), "")
+
+
 def _print_cluster(title: str, view: ClusterView, partitions: bool) -> None:
     if not view.reachable:
         console.print(f"{title} at {view.bootstrap}: [red]unreachable[/]")
         return
     topics = len({p.topic for p in view.partitions})
     console.print(
-        f"{title} at {view.bootstrap}: brokers {view.brokers}, controller {view.controller}"
-        + ("" if partitions else f", {topics} topics (`eoslab lab status` lists them)")
+        f"{title}"
+        + (f" at {view.bootstrap}" if partitions else "")
+        + f": brokers {view.brokers}, controller {view.controller}"
+        + ("" if partitions else f", {topics} topics"),
+        soft_wrap=True,
     )
     if partitions and view.partitions:
         table = Table(show_header=True)

@@ -53,7 +53,10 @@ def test_up_status_down_leaves_nothing_behind(lab_env: dict[str, str]) -> None:
         assert up.returncode == 0, up.stderr + up.stdout
         assert f"127.0.0.1:{9091 + offset}" in up.stdout
         assert "warming up in the background" in up.stdout
-        assert "topics (`eoslab lab status` lists them)" in up.stdout
+        assert f"advertised={9091 + offset}" in up.stdout
+        assert f"internal={19091 + offset}" not in up.stdout  # `lab status` lists every port
+        assert "every port and topic: `eoslab lab status`" in up.stdout
+        assert len(up.stdout.splitlines()) <= 30, up.stdout
 
         status = run(lab_env, "lab", "status", "--json")
         assert status.returncode == 0, status.stderr

@@ -22,7 +22,7 @@ from eoslab.runtime.fronting import FrontingProxy
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import KAFKA4_SERVICES
 from eoslab.scenarios.catalogue import find_scenario
-from eoslab.scenarios.executor import RunError, execute, plan
+from eoslab.scenarios.executor import RunError, RunResult, execute, plan
 from eoslab.settings import HOST, BasePort
 from eoslab.verify.checker import verify_run
 
@@ -34,6 +34,36 @@ NODES = (1, 2, 3)
 
 def direct_bootstrap(lab: LocalRuntime) -> str:
     return ",".join(f"{HOST}:{lab.config.port(BasePort.KAFKA4_CLIENT + i)}" for i in NODES)
+
+
+def run_conforming(
+    lab: LocalRuntime,
+    spark: SparkSession,
+    tmp_path: Path,
+    scenario: str,
+    bootstrap: str,
+    **options: Any,
+) -> RunResult:
+    """``eoslab run SCENARIO --target external --bootstrap BOOTSTRAP`` (``options``: records,
+    expect_as, replication), checked: the run is valid, each of its faults took effect, and it
+    conforms."""
+    result = execute(
+        find_scenario(scenario),
+        "external",
+        runtime=lab,
+        config=lab.config,
+        runs_root=tmp_path,
+        show_progress=False,
+        bootstrap=bootstrap,
+        **options,
+    )
+    assert result.invalid_because == []
+    assert result.info.faults
+    for fault in result.info.faults:
+        assert fault.took_effect, fault.evidence
+    verdict = verify_run(result.run_dir.path, spark=spark)
+    assert verdict.status is VerdictStatus.CONFORMS, [m.summary for m in verdict.mismatches]
+    return result
 
 
 def produce_frames(routes: dict[str, Any], names: tuple[str, ...]) -> int:
@@ -52,29 +82,17 @@ def test_a_proxy_fault_on_a_cluster_the_lab_does_not_configure_crosses_the_proxy
     witness = ProxyControl(lab.config.proxy_control_url)
     before = witness.counters()["routes"]
     bootstrap = direct_bootstrap(lab)
-    result = execute(
-        find_scenario(scenario),
-        "external",
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
-        records=RECORDS,
-        show_progress=False,
-        bootstrap=bootstrap,
-        expect_as=expect_as,
+    result = run_conforming(
+        lab, spark, tmp_path, scenario, bootstrap, records=RECORDS, expect_as=expect_as
     )
     after = witness.counters()["routes"]
-    assert result.invalid_because == []
     info = result.info
     judged = plan(find_scenario(scenario), "external", bootstrap=bootstrap, expect_as=expect_as)
     assert info.judged_as == judged.lab_target == (expect_as or "kafka")
     assert info.expected == judged.scenario.expected.for_run(judged.lab_target, judged.mode)
     (fault,) = info.faults
-    assert fault.took_effect, fault.evidence
     assert (fault.target or "").startswith("broker-")
     assert fault.observed["injected"] == 3
-    verdict = verify_run(result.run_dir.path, spark=spark)
-    assert verdict.status is VerdictStatus.CONFORMS, [m.summary for m in verdict.mismatches]
     assert info.bootstrap == bootstrap
 
     fronting = info.fronting
@@ -160,22 +178,16 @@ def test_client_faults_and_the_reference_broker_as_a_users_cluster(
         if cluster == "kafka4"
         else f"{HOST}:{lab.config.port(BasePort.REFBROKER_CLIENT)}"
     )
-    result = execute(
-        find_scenario(scenario),
-        "external",
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
-        show_progress=False,
-        bootstrap=bootstrap,
+    result = run_conforming(
+        lab,
+        spark,
+        tmp_path,
+        scenario,
+        bootstrap,
         expect_as=expect_as,
         replication=None if cluster == "kafka4" else 1,
     )
-    assert result.invalid_because == []
     (fault,) = result.info.faults
-    assert fault.took_effect, fault.evidence
-    verdict = verify_run(result.run_dir.path, spark=spark)
-    assert verdict.status is VerdictStatus.CONFORMS, [m.summary for m in verdict.mismatches]
     fronting = result.info.fronting
     if cluster == "kafka4":
         assert fronting is None  # a client fault: the clients reach the cluster as it is
@@ -233,23 +245,9 @@ def test_each_proxy_fault_kind_takes_effect_on_a_users_cluster(
     """The wire faults beyond lost answers, on Kafka 4 reached as an external cluster through a
     fronting proxy: each takes effect on the route the scenario targets and the run conforms
     (judged as Kafka 4 where the scenario knows it, else as Kafka 3.9)."""
-    found = find_scenario(scenario)
-    result = execute(
-        found,
-        "external",
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
-        records=records,
-        show_progress=False,
-        bootstrap=direct_bootstrap(lab),
-        expect_as="kafka4" if "kafka4" in found.targets else None,
+    expect_as = "kafka4" if "kafka4" in find_scenario(scenario).targets else None
+    result = run_conforming(
+        lab, spark, tmp_path, scenario, direct_bootstrap(lab), records=records, expect_as=expect_as
     )
-    assert result.invalid_because == []
-    assert result.info.faults
-    for fault in result.info.faults:
-        assert fault.took_effect, fault.evidence
-        assert (fault.target or "").startswith("broker-")
+    assert all((fault.target or "").startswith("broker-") for fault in result.info.faults)
     assert result.info.fronting is not None
-    verdict = verify_run(result.run_dir.path, spark=spark)
-    assert verdict.status is VerdictStatus.CONFORMS, [m.summary for m in verdict.mismatches]

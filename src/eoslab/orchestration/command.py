@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.live import Live
 from rich.table import Table
 
@@ -120,7 +121,12 @@ def matrix(
     else:
         returncode = _run_watching(argv, env, log, cells, runs_dir)
     index = reports_root() / "nightly" / night / "index.html"
-    console.print(_matrix_table(watch(cells, runs_dir)))
+    progress = watch(cells, runs_dir)
+    if verbose:  # Airflow's output went by: the matrix once more
+        console.print(_matrix_table(progress))
+    for cell in progress:
+        for mismatch in cell.mismatches:
+            console.print(f"  {cell.name}: {mismatch}", highlight=False, soft_wrap=True)
     logs = f"Airflow's log: {log}; the lab's logs: {lab_logs}/"
     if not index.is_file():
         raise fail(
@@ -167,16 +173,25 @@ def _run_watching(
                         f"  {cell.name}: {cell.phase} ({cell.records} records, "
                         f"{cell.elapsed_s:.0f} s)",
                         highlight=False,
+                        soft_wrap=True,
                     )
         return child.returncode
 
 
 def _matrix_table(progress: list[CellProgress]) -> Table:
-    table = Table(title="conformance matrix")
+    """A line a cell, which fits 80 columns while the cells conform (the longest cell name of
+    the default matrix is 54 characters); the mismatches of a cell that does not are printed
+    under it once the matrix has run."""
+    table = Table(
+        title="conformance matrix",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     identifier_column(table, "cell", [p.name for p in progress])
-    for column in ("phase", "records", "elapsed"):
-        table.add_column(column, justify="right" if column != "phase" else "left")
-    table.add_column("mismatches")
+    for column in ("phase", "records", "time"):
+        table.add_column(column, justify="right" if column != "phase" else "left", no_wrap=True)
     colours = {
         Phase.CONFORMS: "green",
         Phase.DOES_NOT_CONFORM: "bold red",
@@ -189,7 +204,6 @@ def _matrix_table(progress: list[CellProgress]) -> Table:
             f"[{colour}]{cell.phase}[/]",
             str(cell.records) if cell.phase is not Phase.WAITING else "",
             f"{cell.elapsed_s:.0f} s" if cell.phase is not Phase.WAITING else "",
-            "; ".join(cell.mismatches),
         )
     return table
 

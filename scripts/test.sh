@@ -18,7 +18,6 @@ HALF_A=(
   tests/scenarios/test_catalogue.py
   tests/scenarios/test_kafka4_runs.py
   tests/scenarios/test_client_cells.py
-  tests/scenarios/test_txn_runs.py
   tests/scenarios/test_external_runs.py
   tests/probe/test_three_way_diff.py
   tests/runtime/test_kafka4.py

@@ -12,7 +12,21 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTEST=.venv/bin/pytest
-if [ $# -gt 0 ]; then exec "$PYTEST" "$@"; fi
+
+# The labs' ports (bases up to 39090, offsets up to 9500) lie in the kernel's ephemeral range
+# (32768-60999): an outgoing connection of one lab's clients can hold a port another lab is
+# about to listen on, and that lab's start fails "port in use" (the clean-clone run of stop 39:
+# refbroker:38692 and :37692, for a minute). As root, the ports below 49152 are reserved from
+# ephemeral use while the tests run (ip_local_reserved_ports: a listen still binds them; the
+# outgoing connections use 49152-60999), and the value before is put back on exit.
+RESERVED=/proc/sys/net/ipv4/ip_local_reserved_ports
+if [ -w "$RESERVED" ]; then
+  before=$(cat "$RESERVED")
+  trap 'echo "$before" > "$RESERVED"' EXIT
+  echo "32768-49151${before:+,$before}" > "$RESERVED" \
+    || echo "test: could not reserve the labs' ports from ephemeral use" >&2
+fi
+if [ $# -gt 0 ]; then "$PYTEST" "$@"; exit; fi
 
 HALF_A=(
   tests/scenarios/test_catalogue.py

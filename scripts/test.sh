@@ -5,10 +5,9 @@
 # side by side on two cores overlap their waits; memory allows it (about 9 GB a half at its
 # peak, 24 GB here). The first half holds the tests of the lab's Kafka 4 (only its lab starts
 # Kafka 4) and the catalogue's cells; the second everything else (the compose lab's test
-# among it: it runs a lab of its own). Each half's lines are prefixed
-# with its letter; both summaries (and the lab tests each ran again) are printed again at the
-# end. With arguments (PYTEST_ARGS),
-# one session runs them, as plain pytest would.
+# among it: it runs a lab of its own). Each half's lines are prefixed with its letter; both
+# summaries (and the lab tests each ran again) are printed again at the end. With arguments
+# (PYTEST_ARGS), one session runs them, as plain pytest would.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTEST=.venv/bin/pytest

@@ -57,19 +57,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.outcome == "rerun" and report.nodeid not in _run_again:
         crash = getattr(report.longrepr, "reprcrash", None)
-        line = crash.message if crash is not None else str(report.longrepr)
-        _run_again[report.nodeid] = line.strip().splitlines()[0] if line.strip() else "?"
+        text = (crash.message if crash is not None else str(report.longrepr)).strip()
+        _run_again[report.nodeid] = text.splitlines()[0] if text else "?"
+
+
+def _too_many_run_again() -> bool:
+    return len(_run_again) > MAX_RERUN_TESTS
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if len(_run_again) > MAX_RERUN_TESTS and exitstatus == pytest.ExitCode.OK:
+    if _too_many_run_again() and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _run_again:
         return
-    over = len(_run_again) > MAX_RERUN_TESTS
+    over = _too_many_run_again()
     terminalreporter.section(
         f"lab tests run again: {len(_run_again)} (at most {MAX_RERUN_TESTS}"
         + (": too many, the session fails)" if over else ")"),

@@ -97,7 +97,7 @@ def up(
         status = lab.up()
     except (LabError, KeyError, ValueError) as error:
         raise fail(error) from error
-    _print_status(status, partitions=False)
+    _print_status(status, full=False)
     from eoslab.runtime.compose import ComposeRuntime  # here: no other command loads Docker's SDK
 
     if isinstance(lab, LocalRuntime) and lab.config.with_spark_connect:
@@ -323,9 +323,9 @@ _verb("resume", "SIGCONT a paused service.")
 _verb("restart", "Stop a service cleanly and start it again with the same data.")
 
 
-def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
+def _print_status(status: LabStatus, *, full: bool = True) -> None:
     """The services, where their logs are, then each cluster: with every port and topic
-    partition, or (``partitions`` False, as ``lab up`` prints it, a line a service) the port a
+    partition, or (``full`` False, as ``lab up`` prints it, a line a service) the port a
     user reaches each service on and the topics' count, so that the output stays short and does
     not grow with every run. Nothing a user may copy is cut at 80 columns: the ports are one a
     line, and the log folder is printed once, under the table (`lab status --json` has each
@@ -335,14 +335,14 @@ def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
         s.name: "\n".join(
             f"{label}={port}"
             for label, port in s.ports.items()
-            if partitions or label == _reached_on(s.ports)
+            if full or label == _reached_on(s.ports)
         )
         for s in status.services
     }
     identifier_column(table, "service", [s.name for s in status.services])
     for column in ("state", "health", "pid"):
         table.add_column(column)
-    identifier_column(table, "ports" if partitions else "port", list(ports.values()))
+    identifier_column(table, "ports" if full else "port", list(ports.values()))
     for service in status.services:
         health = "[green]ok[/]" if service.healthy else "[red]down[/]"
         table.add_row(
@@ -352,13 +352,13 @@ def _print_status(status: LabStatus, *, partitions: bool = True) -> None:
     logs = {Path(s.log).parent for s in status.services if s.log}
     if logs:
         folders = ", ".join(str(folder) for folder in sorted(logs))
-        more = "the last lines" if partitions else "every port and topic: `eoslab lab status`"
+        more = "the last lines" if full else "every port and topic: `eoslab lab status`"
         console.print(
             f"Logs: {folders}/<service>.log (`eoslab lab logs SERVICE`); {more}",
             soft_wrap=True,
         )
     for target, view in status.clusters.items():
-        _print_cluster(CLUSTER_TITLES[target], view, partitions)
+        _print_cluster(CLUSTER_TITLES[target], view, full)
     if status.removed_cuts:
         console.print(
             f"Removed {len(status.removed_cuts)} cut link(s) a nemesis left behind: "
@@ -375,19 +375,19 @@ def _reached_on(ports: dict[str, int]) -> str:
     return "advertised" if "advertised" in ports else next(iter(ports), "")
 
 
-def _print_cluster(title: str, view: ClusterView, partitions: bool) -> None:
+def _print_cluster(title: str, view: ClusterView, full: bool) -> None:
     if not view.reachable:
         console.print(f"{title} at {view.bootstrap}: [red]unreachable[/]")
         return
     topics = len({p.topic for p in view.partitions})
     console.print(
         f"{title}"
-        + (f" at {view.bootstrap}" if partitions else "")
+        + (f" at {view.bootstrap}" if full else "")
         + f": brokers {view.brokers}, controller {view.controller}"
-        + ("" if partitions else f", {topics} topics"),
+        + ("" if full else f", {topics} topics"),
         soft_wrap=True,
     )
-    if partitions and view.partitions:
+    if full and view.partitions:
         table = Table(show_header=True)
         identifier_column(table, "topic", [p.topic for p in view.partitions])
         for column in ("partition", "leader", "replicas", "isr"):

@@ -6,19 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 
 import pytest
 from dag_runner import DagRunner
 
 from eoslab.runtime.airflow import AirflowHome
 from eoslab.runtime.local import LocalRuntime
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from eoslab.runtime.ports import free_port
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ log. `lone_proxy` is the proxy process alone, for its command line and control A
 
 import os
 import selectors
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import pytest
 
 from eoslab.proxy.control_client import ProxyControl
 from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.ports import free_port
 from eoslab.runtime.topology import LabConfig
 
 # The chaos tests' own one-broker lab, beside the session lab (EOSLAB_TEST_PORT_OFFSET).
@@ -32,12 +32,6 @@ class ProxiedKafka:
     control: ProxyControl
     fault_log: Path
     route: str
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_for_ready_line(process: subprocess.Popen[bytes], deadline: float) -> str:

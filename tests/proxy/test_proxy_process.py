@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from eoslab.control.http import ControlError
 from eoslab.proxy.command import app
+from eoslab.runtime.ports import free_port
 
 if TYPE_CHECKING:
     from conftest import LoneProxy
@@ -46,9 +47,7 @@ def test_a_port_in_use_exits_non_zero_naming_the_port() -> None:
 
 
 def test_sigterm_stops_the_proxy_cleanly() -> None:
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen(
         [
             sys.executable,

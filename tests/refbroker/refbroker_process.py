@@ -24,18 +24,13 @@ from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequ
 from kio.schema.errors import ErrorCode
 
 from eoslab.probe.client import KafkaProtocolClient
+from eoslab.runtime.ports import free_port
 
 HOST = "127.0.0.1"
 FAST_JOIN = ("--group-initial-rebalance-delay-ms", "0")
 """Groups form without Kafka's default 3 s initial delay, as in the lab."""
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def _accepts(port: int) -> bool:
@@ -55,10 +50,6 @@ class RunningBroker:
     port: int = field(default_factory=free_port)
     control_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
-
-    def __post_init__(self) -> None:
-        while self.control_port == self.port:  # the kernel may hand out a port twice running
-            self.control_port = free_port()
 
     @property
     def bootstrap(self) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 from eoslab.admin import delete_topic
 from eoslab.rundir import RunDir
 from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.ports import free_port
 from eoslab.runtime.topology import SPARK_CONNECT_SERVICE
 from eoslab.workload.synthetic import generate
 
@@ -93,9 +93,7 @@ def test_a_spark_error_is_one_line_naming_the_spark_log(
 
 def test_an_unreachable_spark_connect_server_is_one_line(tmp_path: Path) -> None:
     """pyspark's client would retry it silently for minutes."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        remote = f"sc://127.0.0.1:{probe.getsockname()[1]}"
+    remote = f"sc://127.0.0.1:{free_port()}"
     done = eoslab(tmp_path, {}, "verify", "--remote", remote, ".")
     assert done.returncode == 2
     assert done.stderr.splitlines() == [f"error: no Spark Connect server answers at {remote}"]

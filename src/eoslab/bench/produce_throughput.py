@@ -8,7 +8,6 @@ durability matched pairwise: the reference broker with `--fsync os` against Kafk
 
 from __future__ import annotations
 
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from eoslab.clock import wait_until
 from eoslab.runtime.health import port_open
 from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.ports import free_port
 from eoslab.workload.drivers.api import ClientApi
 
 VALUE_BYTES = 1024
@@ -111,12 +111,7 @@ def new_topic(bootstrap: str, config: dict[str, str] | None = None, replication:
 @contextmanager
 def refbroker(fsync: str, workdir: Path) -> Iterator[str]:
     """A reference broker of the benchmark's own, reached directly (no proxy), like Kafka's."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        control = probe.getsockname()[1]
+    port, control = free_port(), free_port()
     data = workdir / f"refbroker-{fsync}"
     argv = [
         sys.executable,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import abc
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from eoslab.admin import create_topic
 from eoslab.probe.client import KafkaProtocolClient
 from eoslab.runtime.health import port_open
+from eoslab.runtime.ports import free_port
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 60.0
@@ -29,26 +29,16 @@ class BrokerFailedError(RuntimeError):
     """The reference broker did not start, or died."""
 
 
-def unused_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class ServerProcess(abc.ABC):
     """One of the lab's own servers as a process of the soak, on loopback ports picked free."""
 
     workdir: Path
-    port: int = field(default_factory=unused_port)
-    control_port: int = field(default_factory=unused_port)
+    port: int = field(default_factory=free_port)
+    control_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
     name: ClassVar[str] = "server"
-
-    def __post_init__(self) -> None:
-        while self.control_port == self.port:  # the kernel may hand out a port twice running
-            self.control_port = unused_port()
 
     @property
     def bootstrap(self) -> str:

@@ -59,6 +59,9 @@ class CommitTrigger(StrEnum):
     REVOKE = "revoke"
     CLOSE = "close"
     AUTO = "auto"
+    WAKE = "wake"
+    """A session woken from its freeze commits what it processed before it froze, at once: the
+    zombie's commit, with the membership it held (its next poll would learn it lost it)."""
 
 
 def message_id(session_id: str, partition: int, seq: int) -> str:

@@ -9,13 +9,15 @@ ledger, and prints a JSON progress line to stdout every PROGRESS_INTERVAL_S.
 Offsets: in ``auto-commit`` librdkafka stores a record's offset when ``consume`` hands it
 out and commits stored offsets on its timer. The other modes commit explicitly what they
 have processed: every ``commit_every`` records, when nothing is left to read, before their
-partitions are revoked, and at a clean end (a processed record's ledger line is always
+partitions are revoked, on waking from a freeze, and at a clean end (a processed record's ledger line is always
 written before its offset is committed).
 
 Seeded halt points make the faults of seed 004 exact: ``crash_after_effects`` N kills the
 process (-9) right after its N-th applied effect, before any commit (in auto-commit, once
 librdkafka's auto-commit has committed past every record handed out);
-``freeze_after_effects`` N stops it (SIGSTOP) there: a zombie until someone sends SIGCONT.
+``freeze_after_effects`` N stops it (SIGSTOP) there: a zombie until someone sends SIGCONT,
+when it commits at once what it processed (the zombie's commit, with the membership it held;
+were it left for later, the next ``consume`` would serve the lost assignment first and drop it).
 The nemesis arms the same points in a running session: SIGUSR1 (:data:`ARM_CRASH`) makes the
 next applied effect the crash point, SIGUSR2 (:data:`ARM_FREEZE`) the freeze point.
 
@@ -291,6 +293,7 @@ class ConsumerSession:
         if applied == self.freeze_at:
             self.freeze_at = None
             self._halt("frozen", signal.SIGSTOP)
+            self._commit(CommitTrigger.WAKE)
         if applied == self.crash_at:
             if self.auto_commit:
                 self._await_auto_commit()

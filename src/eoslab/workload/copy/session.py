@@ -11,7 +11,8 @@ metadata (the offsets past the batch), ``commit_transaction``; an error that req
 aborts it and rewinds the consumer to the group's committed offsets, so the batch is copied
 again in a later transaction. A fatal error (fenced), or a commit without an answer, ends the
 session. The at-least-once copier (``transactional`` false, the negative control) produces the
-batch, waits for every copy's acknowledgement, then commits the offsets apart.
+batch, waits for every copy's acknowledgement (as long as its producer retries one:
+:data:`DELIVERY_TIMEOUT_MS`), then commits the offsets apart.
 
 Every batch goes to the copier ledger (:mod:`eoslab.workload.copy.journal`) as it goes.
 
@@ -70,6 +71,11 @@ STATS_INTERVAL_MS = 1000
 TRANSACTION_TIMEOUT_MS = 60_000
 """The copiers' transaction.timeout.ms (as the input's producers' in the copy scenarios: Kafka
 4's leadership moves after a kill take longer than 10 s)."""
+DELIVERY_TIMEOUT_MS = 60_000
+"""The at-least-once copier's message.timeout.ms: how long its producer retries a copy (past the
+faults of the copy scenarios), and how long it waits for a batch's acknowledgements before it
+commits — every copy then has an outcome (a 10 s wait, call_timeout_s, left copies unanswered
+while the reference broker, killed -9 for 8 s, took 11 s to serve again)."""
 HANG_MARGIN_S = 5.0
 """A librdkafka call still running this long past its own timeout is hung (see above)."""
 CRASHING = "crashing"
@@ -147,7 +153,7 @@ class CopierSession:
             }
         )
         transactional: dict[str, str | int | float | bool] = (
-            {}
+            {"message.timeout.ms": DELIVERY_TIMEOUT_MS}
             if spec.transactional_id is None
             else {
                 "transactional.id": spec.transactional_id,
@@ -169,6 +175,14 @@ class CopierSession:
     @property
     def transactional(self) -> bool:
         return self.spec.transactional_id is not None
+
+    @property
+    def _delivery_wait_s(self) -> float:
+        """How long a batch's copies are waited for: a transaction's within its calls' bound;
+        the at-least-once copier's until each has an outcome (its producer's own timeout)."""
+        if self.transactional:
+            return self.spec.call_timeout_s
+        return DELIVERY_TIMEOUT_MS / 1000 + HANG_MARGIN_S
 
     # ---------------------------------------------------------------- callbacks
     def _on_stats(self, raw: str) -> None:
@@ -302,6 +316,7 @@ class CopierSession:
         if begun is not None:
             self._settle(txn, TxnOutcome.ABORTED, begun.name())
             return
+        failed_before = self.counts["failed"]
         for record in batch:
             partition, offset = where(record)
             copy = wire.Copy(partition, offset, spec.session_id, txn, record.value() or b"")
@@ -321,16 +336,17 @@ class CopierSession:
                     positions, self.consumer.consumer_group_metadata(), spec.call_timeout_s
                 ),
             )
-        left = drain(self.producer, spec.call_timeout_s, self._guarded)
+        left = drain(self.producer, self._delivery_wait_s, self._guarded)
+        undelivered = None if left is None else left + self.counts["failed"] - failed_before
         if not self.transactional:  # the copies are out: only the offsets are left to commit
             self.journal.ending(txn, True, now_ms())
-        if sent is None and left == 0:
+        if sent is None and undelivered == 0:
             self._crash_point()
         if not self.transactional:
-            self._commit_offsets(txn, positions, left)
+            self._commit_offsets(txn, positions, undelivered)
             return
         self.journal.ending(txn, True, now_ms())
-        if sent is not None or left != 0 or self.fatal is not None:
+        if sent is not None or undelivered != 0 or self.fatal is not None:
             self._abort(txn, sent.name() if sent is not None else "_UNDELIVERED")
         else:
             self._commit(txn)
@@ -384,9 +400,11 @@ class CopierSession:
             self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
             self.at_end.discard(tp.partition)
 
-    def _commit_offsets(self, txn: int, positions: list[TopicPartition], left: int | None) -> None:
+    def _commit_offsets(
+        self, txn: int, positions: list[TopicPartition], undelivered: int | None
+    ) -> None:
         """The at-least-once copier: the offsets committed once every copy is acknowledged."""
-        if left != 0:
+        if undelivered != 0:
             self._settle(txn, TxnOutcome.INDETERMINATE, "_UNDELIVERED")
             self.fatal = self.fatal or "_UNDELIVERED"
             return

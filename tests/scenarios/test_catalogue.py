@@ -19,10 +19,10 @@ from eoslab.clients import parse_client
 from eoslab.orchestration.matrix import plan
 from eoslab.rundir import HandlerMode, LabTarget, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
-from eoslab.scenarios.catalogue import catalogue, find_scenario, load_scenario
-from eoslab.scenarios.executor import execute
+from eoslab.scenarios.catalogue import catalogue, load_scenario
 from eoslab.scenarios.schema import Scenario
 from eoslab.verify.checker import verify_run
+from lab_runs import execute_on
 
 pytestmark = pytest.mark.lab
 
@@ -243,16 +243,14 @@ def test_every_positive_scenario_names_a_negative_control_that_shares_its_fault_
 def test_the_catalogue_scenario_conforms_with_every_fault_taking_effect(
     lab: LocalRuntime, spark: SparkSession, tmp_path: Path, cell: CatalogueCell
 ) -> None:
-    result = execute(
-        find_scenario(cell.scenario),
+    result = execute_on(
+        lab,
+        tmp_path,
+        cell.scenario,
         cell.target,
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
         records=cell.records,
         mode=cell.mode,
         client=cell.client,
-        show_progress=False,
     )
     assert result.invalid_because == []
     assert result.info.faults == [] or all(f.took_effect for f in result.info.faults)

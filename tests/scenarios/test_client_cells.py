@@ -14,8 +14,9 @@ from eoslab.report.render import write_run_report
 from eoslab.rundir import GroupProtocol, LabTarget, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.catalogue import find_scenario
-from eoslab.scenarios.executor import RunError, RunResult, execute, plan
+from eoslab.scenarios.executor import RunError, RunResult, plan
 from eoslab.verify.checker import verify_run
+from lab_runs import execute_on
 
 pytestmark = pytest.mark.lab
 
@@ -31,15 +32,13 @@ def run_checked(
     **options: object,
 ) -> tuple[RunResult, dict[str, int]]:
     """The cell on the Java client: every fault took effect, it conforms; its observations."""
-    result = execute(
-        find_scenario(scenario),
+    result = execute_on(
+        lab,
+        tmp_path,
+        scenario,
         target,
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
         client=JAVA,
-        show_progress=False,
-        **options,  # type: ignore[arg-type]
+        **options,
     )
     assert result.invalid_because == []
     assert result.info.client == result.info.client_version == JAVA

@@ -16,9 +16,9 @@ from pyspark.sql import SparkSession
 from eoslab.rundir import HandlerMode, LabTarget, RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.postgres import LAB_SINK
-from eoslab.scenarios.catalogue import find_scenario
-from eoslab.scenarios.executor import RunResult, execute
+from eoslab.scenarios.executor import RunResult
 from eoslab.verify.checker import verify_run
+from lab_runs import execute_on
 
 pytestmark = pytest.mark.lab
 
@@ -54,17 +54,15 @@ def run_cell(
     client: str | None = None,
 ) -> RunResult:
     """One cell of a consumer scenario, 1500 records, run without a problem."""
-    result = execute(
-        find_scenario(scenario),
+    result = execute_on(
+        lab,
+        tmp_path,
+        scenario,
         target,
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
         records=1500,
         mode=mode,
         sink=sink,
         client=client,
-        show_progress=False,
     )
     assert result.problems == []
     return result

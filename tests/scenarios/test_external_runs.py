@@ -22,9 +22,10 @@ from eoslab.runtime.fronting import FrontingProxy
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import KAFKA4_SERVICES
 from eoslab.scenarios.catalogue import find_scenario
-from eoslab.scenarios.executor import RunError, RunResult, execute, plan
+from eoslab.scenarios.executor import RunError, RunResult, plan
 from eoslab.settings import HOST, BasePort
 from eoslab.verify.checker import verify_run
+from lab_runs import execute_on
 
 pytestmark = [pytest.mark.lab, pytest.mark.kafka4]
 
@@ -41,13 +42,11 @@ def run_external(
 ) -> RunResult:
     """``eoslab run SCENARIO --target external --bootstrap BOOTSTRAP`` (``options``: records,
     expect_as, replication): the run is valid and each of its faults took effect."""
-    result = execute(
-        find_scenario(scenario),
+    result = execute_on(
+        lab,
+        tmp_path,
+        scenario,
         "external",
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
-        show_progress=False,
         bootstrap=bootstrap,
         **options,
     )
@@ -133,22 +132,20 @@ def test_an_external_run_refuses_process_faults_and_an_address_that_is_not_kafka
     lab: LocalRuntime, tmp_path: Path
 ) -> None:
     with pytest.raises(RunError, match=r"kill, which need the lab's runtime"):
-        execute(
-            find_scenario("leader-kill"),
+        execute_on(
+            lab,
+            tmp_path,
+            "leader-kill",
             "external",
-            runtime=lab,
-            config=lab.config,
-            runs_root=tmp_path,
             bootstrap=direct_bootstrap(lab),
         )
     not_kafka = f"{HOST}:{lab.config.port(BasePort.PROXY_CONTROL)}"  # an HTTP server
     with pytest.raises(RunError, match=rf"^bootstrap {not_kafka}: not Kafka") as refused:
-        execute(
-            find_scenario("lost-acks"),
+        execute_on(
+            lab,
+            tmp_path,
+            "lost-acks",
             "external",
-            runtime=lab,
-            config=lab.config,
-            runs_root=tmp_path,
             bootstrap=not_kafka,
         )
     assert "\n" not in str(refused.value)

@@ -15,22 +15,21 @@ from eoslab.report.render import read_summary
 from eoslab.rundir import VerdictStatus
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.catalogue import parse_scenario
-from eoslab.scenarios.executor import RunResult, execute
+from eoslab.scenarios.executor import RunResult
 from eoslab.verify.checker import verify_run
+from lab_runs import execute_on
 
 pytestmark = pytest.mark.lab
 
 
 def run(lab: LocalRuntime, tmp_path: Path, **scenario: object) -> RunResult:
-    return execute(
+    return execute_on(
+        lab,
+        tmp_path,
         parse_scenario(
             {"name": "teeth", "description": "d", "targets": ["refbroker"], **scenario}, "teeth"
         ),
         "refbroker",
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
-        show_progress=False,
     )
 
 

@@ -20,9 +20,10 @@ from eoslab.rundir import GroupProtocol, RunDir, Verdict, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import kafka4_service
 from eoslab.scenarios.catalogue import find_scenario
-from eoslab.scenarios.executor import RunResult, execute
+from eoslab.scenarios.executor import RunResult
 from eoslab.scenarios.schema import Scenario
 from eoslab.verify.checker import verify_run
+from lab_runs import execute_on
 
 pytestmark = [pytest.mark.lab, pytest.mark.kafka4]
 
@@ -42,15 +43,13 @@ def run_and_check(
 ) -> tuple[RunResult, Verdict]:
     """The scenario on kafka4, checked: it ran without a problem, every step of its timeline
     took effect, and it conforms."""
-    result = execute(
+    result = execute_on(
+        lab,
+        tmp_path,
         scenario,
         "kafka4",
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
         records=records,
         group_protocol=group_protocol,
-        show_progress=False,
     )
     assert result.problems == []
     assert [f.step for f in result.info.faults] == list(range(len(scenario.nemesis)))
@@ -158,26 +157,24 @@ def test_the_consumer_scenarios_conform_under_kip848(
     observed = {check.name: check.observed for check in verdict.checks}
     assert observed["effect_duplicate"] == 0
     if scenario == "zombie-consumer":
-        stale = stale_commits(result.run_dir)
-        assert stale, "the zombie never committed with its stale member epoch: nothing to fence"
-        assert all(r["error"] is not None for r in stale), stale  # every one of them refused
+        held, woken = wake_commits(result.run_dir)
+        assert woken, "the zombie never committed on waking: nothing to fence"
+        assert all(r["generation"] == held for r in woken), woken  # with its stale epoch
+        assert all(r["error"] is not None for r in woken), woken  # every one of them refused
 
 
-def stale_commits(run_dir: RunDir) -> list[dict[str, Any]]:
-    """The commits the zombie sent after it woke with the member epoch it held when it froze
-    (it may rejoin and commit with a new epoch)."""
-    pause = [f for f in faults(run_dir) if f["kind"] == "consumer-pause"]
-    frozen_ms = next(f["ts_ms"] for f in pause if f["phase"] == "start")
-    woke_ms = next(f["ts_ms"] for f in pause if f["phase"] == "end")
+def wake_commits(run_dir: RunDir) -> tuple[int, list[dict[str, Any]]]:
+    """The member epoch the zombie held when it froze (that of its last record processed
+    before the freeze), and the commits it sent the moment it woke."""
+    frozen_ms = next(
+        f["ts_ms"]
+        for f in faults(run_dir)
+        if f["kind"] == "consumer-pause" and f["phase"] == "start"
+    )
     processed = ds.dataset(run_dir.processed_dir).to_table().to_pylist()
     held = max(
         (r for r in processed if r["consumer"] == 0 and r["processed_ms"] <= frozen_ms),
         key=lambda r: r["processed_ms"],
     )["generation"]
     commits = ds.dataset(run_dir.commits_dir).to_table().to_pylist()
-    stale = [
-        r
-        for r in commits
-        if r["consumer"] == 0 and r["committed_ms"] > woke_ms and r["generation"] == held
-    ]
-    return stale
+    return held, [r for r in commits if r["consumer"] == 0 and r["trigger"] == "wake"]

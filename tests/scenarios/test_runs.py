@@ -15,19 +15,18 @@ from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
 from eoslab.scenarios.catalogue import find_scenario
 from eoslab.scenarios.executor import RunError, RunResult, execute
+from lab_runs import execute_on
 
 pytestmark = pytest.mark.lab
 
 
 def run(lab: LocalRuntime, tmp_path: Path, name: str, target: str, records: int) -> RunResult:
-    result = execute(
-        find_scenario(name),
+    result = execute_on(
+        lab,
+        tmp_path,
+        name,
         target,
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
         records=records,
-        show_progress=False,
     )
     assert result.problems == []
     return result

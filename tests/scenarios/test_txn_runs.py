@@ -23,10 +23,10 @@ from eoslab.fault_events import FaultPhase, read_events
 from eoslab.rundir import COPY_ANOMALIES, TRANSACTION_ANOMALIES, RunDir, Verdict, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.versions import broker_version
-from eoslab.scenarios.catalogue import find_scenario
-from eoslab.scenarios.executor import RunResult, execute
+from eoslab.scenarios.executor import RunResult
 from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
+from lab_runs import execute_on
 
 pytestmark = pytest.mark.lab
 
@@ -44,15 +44,13 @@ def run_and_check(
     """The scenario on ``target`` (``records``: fewer than its file's), checked: it ran without a
     problem, every step of its timeline took effect, it conforms, and the naive checker agrees
     with Spark on the transactions."""
-    result = execute(
-        find_scenario(name),
+    result = execute_on(
+        lab,
+        tmp_path,
+        name,
         target,
-        runtime=lab,
-        config=lab.config,
-        runs_root=tmp_path,
         records=records,
         client=client,
-        show_progress=False,
     )
     assert result.problems == []
     assert result.info.broker_version == broker_version(target)  # type: ignore[arg-type]

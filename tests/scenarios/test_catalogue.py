@@ -104,6 +104,7 @@ CELLS = (
     # README "Which release fixed it")
     CatalogueCell("kafka-14417", "kafka", client="java:3.3.1", subject=("fatal._FATAL",)),
     CatalogueCell("kafka-12152", "kafka", client="java:2.7.0", subject=("epoch_bumps",)),
+    CatalogueCell("franz-go-1217", "kafka", client="franz-go:v1.20.6", subject=("lost",)),
     # every positive scenario's negative control (issue 32): its fault, its finding
     CatalogueCell("controller-kill-no-idempotence", "kafka", subject=("duplicate",)),
     CatalogueCell(

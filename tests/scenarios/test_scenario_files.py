@@ -67,6 +67,7 @@ CATALOGUE = [
     "group-coordinator-isolated",
     "kafka-14417",
     "kafka-12152",
+    "franz-go-1217",
     "consumer-seek",
 ]
 NEGATIVE_CONTROLS = [

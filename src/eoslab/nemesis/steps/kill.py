@@ -9,7 +9,9 @@ where the scenario means it to:
   leadership was never lost; the reference broker is one node, where leadership cannot move;
 - the transaction coordinator: producer 0 had a transaction begun and not settled (open, or its
   commit or abort under way) before the kill and still after it: the coordinator died holding
-  it. Killed between two transactions, the failover had nothing to recover;
+  it. Killed between two transactions, the failover had nothing to recover. The kill waits
+  (at most :data:`OPEN_WAIT_S`) for a transaction open and not yet ending, so that a kill at the
+  step's time does not fall in the moment between two (a run of stop 40 killed one there);
 - the group coordinator: the consumer group was in a generation (formed: every member in the
   same one, every partition assigned): the coordinator died holding a live group.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from eoslab.clock import wait_until
 from eoslab.fault_events import FaultPhase
 from eoslab.nemesis.steps.base import (
     COORDINATOR,
@@ -31,6 +34,9 @@ from eoslab.nemesis.steps.base import (
     leader_now,
 )
 from eoslab.runtime.lab import ProcessState
+
+OPEN_WAIT_S = 5.0
+"""How long a kill of the transaction coordinator waits for producer 0's next open transaction."""
 
 
 class KillStep(ServiceStep, EndingStep):
@@ -96,11 +102,19 @@ def _held(ctx: StepContext, target: str) -> Any:
     unsettled transaction (the transaction coordinator), the group's generation (the group
     coordinator); None for other targets."""
     if target == TXN_COORDINATOR:
-        return ctx.workload().unsettled_transaction(0)
+        workload = ctx.workload()
+        return wait_until(
+            lambda: _open(workload.unsettled_transaction(0)), OPEN_WAIT_S, interval_s=0.01
+        ) or workload.unsettled_transaction(0)
     if target == COORDINATOR:
         consumers = ctx.consumers()
         return {"generation": consumers.generation(), "formed": consumers.settled()}
     return None
+
+
+def _open(transaction: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The transaction if it is open (begun, its commit or abort not yet asked for)."""
+    return transaction if transaction is not None and not transaction["ending"] else None
 
 
 def _landed(ctx: StepContext, target: str, held: Any) -> tuple[bool, str]:

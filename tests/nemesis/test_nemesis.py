@@ -12,6 +12,7 @@ from fakes import FakeConsumers, FakeProxy, FakeRefbroker, FakeRuntime, FakeWork
 from eoslab.fault_events import FaultEffect, read_events
 from eoslab.nemesis.nemesis import Nemesis
 from eoslab.nemesis.steps import STEP_KINDS, delete_records, probe, transaction_hang
+from eoslab.nemesis.steps import kill as kill_step
 from eoslab.nemesis.steps.base import ResolvedStep
 from eoslab.nemesis.timeline import resolve
 from eoslab.run_context import RunContext
@@ -701,15 +702,30 @@ def test_a_leader_pause_takes_effect_when_leadership_moved_and_one_node_cannot_m
         ([None], False, "between two transactions of producer 0"),
         (
             [{"txn": 4, "records": 20, "ending": True}, {"txn": 5, "records": 20, "ending": False}],
+            True,
+            "inside transaction 5 of producer 0 (open)",
+        ),
+        (
+            [
+                {"txn": 4, "records": 20, "ending": False},
+                {"txn": 5, "records": 20, "ending": False},
+            ],
             False,
             "between two transactions of producer 0",
         ),
     ],
-    ids=["open", "ending", "between-two", "settled-before-the-kill"],
+    ids=["open", "ending", "between-two", "waits-for-an-open-one", "settled-before-the-kill"],
 )
 def test_a_transaction_coordinator_kill_must_land_inside_a_transaction(
-    tmp_path: Path, unsettled: list[dict[str, Any] | None], took_effect: bool, evidence: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    unsettled: list[dict[str, Any] | None],
+    took_effect: bool,
+    evidence: str,
 ) -> None:
+    """The kill waits for an open transaction (here a moment: none opens in the fake), then
+    must still find it unsettled after the kill."""
+    monkeypatch.setattr(kill_step, "OPEN_WAIT_S", 0.05)
     lab = Lab(tmp_path, "kafka")
     lab.workload.unsettled = unsettled
     lab.nemesis.txn_coordinator = lambda: "kafka-3"  # type: ignore[method-assign]

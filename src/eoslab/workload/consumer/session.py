@@ -9,8 +9,8 @@ ledger, and prints a JSON progress line to stdout every PROGRESS_INTERVAL_S.
 Offsets: in ``auto-commit`` librdkafka stores a record's offset when ``consume`` hands it
 out and commits stored offsets on its timer. The other modes commit explicitly what they
 have processed: every ``commit_every`` records, when nothing is left to read, before their
-partitions are revoked, on waking from a freeze, and at a clean end (a processed record's ledger line is always
-written before its offset is committed).
+partitions are revoked, on waking from a freeze, and at a clean end (a processed record's
+ledger line is always written before its offset is committed).
 
 Seeded halt points make the faults of seed 004 exact: ``crash_after_effects`` N kills the
 process (-9) right after its N-th applied effect, before any commit (in auto-commit, once

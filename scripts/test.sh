@@ -6,8 +6,8 @@
 # peak, 24 GB here). The first half holds the tests of the lab's Kafka 4 (only its lab starts
 # Kafka 4) and the catalogue's cells; the second everything else (the compose lab's test
 # among it: it runs a lab of its own). Each half's lines are prefixed with its letter; both
-# summaries (and the lab tests each ran again) are printed again at the end. With arguments
-# (PYTEST_ARGS), one session runs them, as plain pytest would.
+# summaries, the tests each failed and the lab tests each ran again are printed again at the
+# end. With arguments (PYTEST_ARGS), one session runs them, as plain pytest would.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTEST=.venv/bin/pytest
@@ -59,6 +59,7 @@ wait $a; status_a=$?
 wait $b; status_b=$?
 for letter in a b; do
   echo "== half $letter: $(grep -E '^=+ .*(passed|failed|error).* in ' "$logs/$letter.log" | tail -1)"
+  grep -E '^(FAILED|ERROR) ' "$logs/$letter.log"  # what failed, each with its first line
   # the lab tests it ran again (tests/conftest.py), each with its first failure
   awk '/^=+ lab tests run again/ {on=1; print; next} on && /^=+ / {on=0} on' "$logs/$letter.log"
 done

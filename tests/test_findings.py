@@ -12,6 +12,7 @@ FINDINGS = Path(__file__).resolve().parents[1] / "findings"
 
 
 def reproduce(name: str) -> str:
+    """What the reproducer printed (its errors after it, for the assertion's message)."""
     done = subprocess.run(
         [sys.executable, str(FINDINGS / name / "reproduce.py")],
         capture_output=True,
@@ -19,7 +20,7 @@ def reproduce(name: str) -> str:
         timeout=120,
         check=False,
     )
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 def test_kio_still_allocates_an_array_from_a_lying_count() -> None:

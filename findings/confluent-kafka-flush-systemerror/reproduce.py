@@ -28,11 +28,7 @@ from importlib.metadata import version
 from confluent_kafka import KafkaError, Producer, libversion
 from confluent_kafka.admin import AdminClient, NewTopic
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from eoslab.runtime.ports import free_port  # above the ephemeral range: no client's source port
 
 
 def reference_broker() -> tuple[subprocess.Popen[bytes], str]:
@@ -54,7 +50,7 @@ def reference_broker() -> tuple[subprocess.Popen[bytes], str]:
         except OSError:
             time.sleep(0.2)
     broker.kill()
-    raise SystemExit("the reference broker did not start")
+    raise SystemExit(f"the reference broker did not start on 127.0.0.1:{port} in 30 s")
 
 
 def main() -> int:

@@ -229,10 +229,10 @@ def test_the_transaction_check_finds_each_planted_anomaly() -> None:
     committed = [[b"c/0/0", b"c/0/1"], [b"c/1/0", b"c/1/1"], [b"c/2/0", b"c/2/1"]]
     aborted = [[b"a/0/0", b"a/0/1"], [b"a/1/0", b"a/1/1"]]
     unknown = [[b"u/0/0", b"u/0/1"], [b"u/1/0", b"u/1/1"]]
-    read = Counter(
+    read: Counter[bytes | None] = Counter(
         [b"c/0/0", b"c/0/1", b"c/1/0", b"c/2/0", b"c/2/1", b"c/2/1", b"a/1/0", b"u/0/0", b"u/0/1"]
     )
-    in_log = Counter(v for txn in committed + aborted + unknown for v in txn)
+    in_log: Counter[bytes | None] = Counter(v for txn in committed + aborted + unknown for v in txn)
     outcomes = {"committed": committed, "aborted": aborted, "unknown": unknown}
     assert judge(outcomes, read, in_log) == {
         "transactions": {"committed": 3, "aborted": 2, "unknown": 2},
@@ -242,7 +242,7 @@ def test_the_transaction_check_finds_each_planted_anomaly() -> None:
         "duplicates": 1,  # c/2/1
         "torn": 1,  # c/1: one of two read (u/1, read not at all, is whole: not torn)
     }
-    clean = Counter(v for txn in committed + unknown[:1] for v in txn)
+    clean: Counter[bytes | None] = Counter(v for txn in committed + unknown[:1] for v in txn)
     assert judge(outcomes, clean, in_log) == {
         "transactions": {"committed": 3, "aborted": 2, "unknown": 2},
         "lost_committed": 0,

@@ -49,7 +49,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
     broker.workdir.mkdir(parents=True)
     broker.start()
     broker.create_topics((WITNESS_TOPIC, TXN_TOPIC))
-    transactions = TxnProducer(broker.bootstrap, seed=params.seed)
+    transactions = TxnProducer(broker.bootstrap)
     pacing = KillPacing(
         broker.bootstrap, params.witness_rate, params.acks_per_cycle, params.max_seconds,
         params.max_extra_s, params.seed,

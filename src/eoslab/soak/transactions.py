@@ -1,8 +1,9 @@
 """A transactional producer beside the crash cycles: the transaction state must reload intact.
 
 It writes transactions of :data:`RECORDS_PER_TXN` records (``<session>/<txn>/<i>``) to one
-partition, committing each or, one in five (seeded), aborting it, and remembers how each ended
-as librdkafka told it: committed, aborted, or unknown (its commit was asked for and no answer
+partition, committing each or, one in :data:`ABORT_EVERY` (the second, the seventh, ...: an
+aborted one is in the log however few transactions the crash cycles leave time for), aborting
+it, and remembers how each ended as librdkafka told it: committed, aborted, or unknown (its commit was asked for and no answer
 came before the session had to be replaced). An error that requires an abort aborts; a
 retriable one asks again; a fatal one (or a call that keeps failing) ends the session, and the
 next session's ``init_transactions`` fences it and makes the coordinator finish what it left.
@@ -17,7 +18,6 @@ not at all, and no transaction left open (the last stable offset is the high wat
 from __future__ import annotations
 
 import functools
-import random
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -33,7 +33,7 @@ from eoslab.soak.witness import read_topic
 TXN_TOPIC = "soak-txn"
 TRANSACTIONAL_ID = "soak-txn-producer"
 RECORDS_PER_TXN = 5
-ABORT_RATIO = 0.2
+ABORT_EVERY = 5
 CALL_TIMEOUT_S = 10.0
 CALL_ATTEMPTS = 6
 """A call failing retriably this many times in a row ends the session."""
@@ -59,7 +59,6 @@ class TxnProducer(Background):
     bootstrap: str
     rate: float = 20.0
     """Transactions per second."""
-    seed: int = 0
     outcomes: dict[str, list[list[bytes]]] = field(
         default_factory=lambda: {"committed": [], "aborted": [], "unknown": []}
     )
@@ -126,7 +125,6 @@ class TxnProducer(Background):
         return "aborted"
 
     def _run(self) -> None:
-        rng = random.Random(self.seed)
         begin = time.monotonic()
         number = 0
         try:
@@ -138,7 +136,7 @@ class TxnProducer(Background):
             if pause > 0:
                 time.sleep(pause)
             values = [f"{self.sessions}/{number}/{i}".encode() for i in range(RECORDS_PER_TXN)]
-            commit = rng.random() >= ABORT_RATIO
+            commit = number % ABORT_EVERY != 1
             number += 1
             try:
                 outcome = self._transaction(producer, values, commit)

@@ -105,6 +105,7 @@ CELLS = (
     CatalogueCell("kafka-14417", "kafka", client="java:3.3.1", subject=("fatal._FATAL",)),
     CatalogueCell("kafka-12152", "kafka", client="java:2.7.0", subject=("epoch_bumps",)),
     CatalogueCell("franz-go-1217", "kafka", client="franz-go:v1.20.6", subject=("lost",)),
+    CatalogueCell("librdkafka-4953", "kafka", subject=("duplicate", "epoch_bumps")),
     # every positive scenario's negative control (issue 32): its fault, its finding
     CatalogueCell("controller-kill-no-idempotence", "kafka", subject=("duplicate",)),
     CatalogueCell(

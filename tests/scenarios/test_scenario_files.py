@@ -68,6 +68,7 @@ CATALOGUE = [
     "kafka-14417",
     "kafka-12152",
     "franz-go-1217",
+    "librdkafka-4953",
     "consumer-seek",
 ]
 NEGATIVE_CONTROLS = [

@@ -3,10 +3,11 @@
 It writes transactions of :data:`RECORDS_PER_TXN` records (``<session>/<txn>/<i>``) to one
 partition, committing each or, one in :data:`ABORT_EVERY` (the second, the seventh, ...: an
 aborted one is in the log however few transactions the crash cycles leave time for), aborting
-it, and remembers how each ended as librdkafka told it: committed, aborted, or unknown (its commit was asked for and no answer
-came before the session had to be replaced). An error that requires an abort aborts; a
-retriable one asks again; a fatal one (or a call that keeps failing) ends the session, and the
-next session's ``init_transactions`` fences it and makes the coordinator finish what it left.
+it, and remembers how each ended as librdkafka told it: committed, aborted, or unknown (its
+commit was asked for and no answer came before the session had to be replaced). An error that
+requires an abort aborts; a retriable one asks again; a fatal one (or a call that keeps
+failing) ends the session, and the next session's ``init_transactions`` fences it and makes the
+coordinator finish what it left.
 
 The check first starts one more session (its fencing finishes what the last one left), then
 reads the partition read_committed and read_uncommitted (librdkafka consumers):

@@ -166,10 +166,13 @@ class FakeConsumers:
         """False: the group does not move on while a consumer is frozen (it was only slow)."""
         self.formed = True
         """False: the group is not formed in a generation (a rebalance under way)."""
-        self.admitted: dict[int, int] = {}
-        """Joined consumer -> the generation that admitted it."""
+        self.admitted: dict[int, list[int]] = {}
+        """Joined consumer -> the generations it was a member in."""
         self.rebalances = True
         """False: every joining consumer is let in by one rebalance, still to come."""
+        self.reports_epoch_before = False
+        """True: a joining consumer first reports the group's epoch of before its join (as a new
+        KIP-848 member of librdkafka's can)."""
         self.sought: dict[str, int] | None = {"partition": 1, "from": 300, "to": 0}
         """What the next seek reports (None: no effect came to seek after)."""
 
@@ -179,8 +182,8 @@ class FakeConsumers:
     def settled(self) -> bool:
         return self.formed
 
-    def joined_generation(self, consumer: int) -> int:
-        return self.admitted.get(consumer, -1)
+    def generations(self, consumer: int) -> list[int]:
+        return self.admitted.get(consumer, [])
 
     def crash_after_next_effect(self, consumer: int) -> tuple[ConsumerSessionInfo, bool]:
         self.calls.append(("crash", consumer))
@@ -205,11 +208,12 @@ class FakeConsumers:
 
     def join(self) -> int:
         self.members += 1
+        before = [self.generation_now] if self.reports_epoch_before else []
         if self.rebalances:
             self.generation_now += 1
-            self.admitted[self.members - 1] = self.generation_now
+            self.admitted[self.members - 1] = [*before, self.generation_now]
         else:  # one rebalance, still to come, lets in every consumer that joins
-            self.admitted[self.members - 1] = self.generation_now + 1
+            self.admitted[self.members - 1] = [*before, self.generation_now + 1]
         self.calls.append(("join", self.members - 1))
         return self.members - 1
 

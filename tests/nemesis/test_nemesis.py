@@ -11,7 +11,13 @@ from fakes import FakeConsumers, FakeProxy, FakeRefbroker, FakeRuntime, FakeWork
 
 from eoslab.fault_events import FaultEffect, read_events
 from eoslab.nemesis.nemesis import Nemesis
-from eoslab.nemesis.steps import STEP_KINDS, delete_records, probe, transaction_hang
+from eoslab.nemesis.steps import (
+    STEP_KINDS,
+    consumer_join,
+    delete_records,
+    probe,
+    transaction_hang,
+)
 from eoslab.nemesis.steps import kill as kill_step
 from eoslab.nemesis.steps.base import ResolvedStep
 from eoslab.nemesis.timeline import resolve
@@ -579,6 +585,36 @@ def test_each_consumer_join_needs_a_rebalance_of_its_own(tmp_path: Path) -> None
     assert shared.evidence == (
         "consumer-3 was admitted in generation 2 by the rebalance that admitted step 0's "
         "consumer: no rebalance of its own"
+    )
+
+
+def test_a_join_is_judged_by_the_first_generation_above_the_groups(tmp_path: Path) -> None:
+    """A new KIP-848 member can first report the group's epoch of before its join (CI's
+    rebalance-storm on Kafka 4: consumer-4 reported epoch 7, the group's at the step's start,
+    then 8, its own rebalance): admitted in 8; a consumer only ever in the old epoch was not."""
+    lab = Lab(tmp_path, "kafka")
+    lab.consumers.reports_epoch_before = True
+    (join,) = lab.steps("kafka", {"kind": "consumer-join", "at": 0, "duration": 3})
+    lab.nemesis.start(join)
+    lab.nemesis.end(join)
+    (effect,) = lab.effects(join)
+    assert (effect.took_effect, effect.evidence) == (True, "consumer-2 joined: generation 1 -> 2")
+
+
+def test_a_consumer_never_in_a_newer_generation_was_not_admitted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    (join,) = lab.steps("kafka", {"kind": "consumer-join", "at": 0, "duration": 3})
+    lab.nemesis.start(join)
+    lab.consumers.admitted[2] = [1]  # only ever in the group's generation of before
+    monkeypatch.setattr(consumer_join, "JOIN_WAIT_S", 0.2)
+    lab.nemesis.end(join)
+    (effect,) = lab.effects(join)
+    assert not effect.took_effect
+    assert effect.evidence == (
+        "consumer-2 came and went without being admitted by a rebalance (the group in "
+        "generation 2; consumer-2 a member in [1])"
     )
 
 

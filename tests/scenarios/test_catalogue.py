@@ -106,6 +106,18 @@ CELLS = (
     CatalogueCell("kafka-12152", "kafka", client="java:2.7.0", subject=("epoch_bumps",)),
     CatalogueCell("franz-go-1217", "kafka", client="franz-go:v1.20.6", subject=("lost",)),
     CatalogueCell("librdkafka-4953", "kafka", subject=("duplicate", "epoch_bumps")),
+    # both sides on Kafka 4: transaction version 1 (librdkafka) and 2 (Java 4.4: every EndTxn
+    # bumps the epoch, the late copy is fenced)
+    CatalogueCell("kafka-17754", "kafka4", subject=("aborted_read", "torn_transaction")),
+    CatalogueCell("kafka-17754", "kafka4", client="java:4.4.0", subject=("epoch_bumps",)),
+    # franz-go on Kafka 3.9 (version 1): the workload must not commit a transaction whose
+    # records failed TRANSACTION_ABORTABLE (it did: lost_committed)
+    CatalogueCell(
+        "kafka-17754",
+        "kafka",
+        client="franz-go:v1.22.2",
+        subject=("aborted_read", "torn_transaction"),
+    ),
     # every positive scenario's negative control (issue 32): its fault, its finding
     CatalogueCell("controller-kill-no-idempotence", "kafka", subject=("duplicate",)),
     CatalogueCell(

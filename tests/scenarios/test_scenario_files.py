@@ -69,6 +69,7 @@ CATALOGUE = [
     "kafka-12152",
     "franz-go-1217",
     "librdkafka-4953",
+    "kafka-17754",
     "consumer-seek",
 ]
 NEGATIVE_CONTROLS = [

@@ -45,8 +45,11 @@ class ConsumerJoinStep(EndingStep):
         who = f"consumer-{memo['consumer']}"
         consumers = ctx.consumers()
         before = memo["generation"]
-        wait_until(lambda: consumers.joined_generation(memo["consumer"]) > before, JOIN_WAIT_S, 0.1)
-        admitted = consumers.joined_generation(memo["consumer"])
+        wait_until(
+            lambda: _admitted(consumers.generations(memo["consumer"]), before) > 0, JOIN_WAIT_S, 0.1
+        )
+        member_of = consumers.generations(memo["consumer"])
+        admitted = _admitted(member_of, before)
         generation = consumers.generation()
         ctx.repair(step)
         shared = (
@@ -57,7 +60,7 @@ class ConsumerJoinStep(EndingStep):
                 False,
                 (
                     f"{who} came and went without being admitted by a rebalance (the group in "
-                    f"generation {generation})"
+                    f"generation {generation}; {who} a member in {member_of or 'none'})"
                 ),
             )
         elif shared is not None:
@@ -72,3 +75,10 @@ class ConsumerJoinStep(EndingStep):
             took_effect, evidence = True, f"{who} joined: generation {before} -> {admitted}"
         ctx.judge(step, took_effect, evidence, generation_after=generation, admitted_in=admitted)
         ctx.log(step, FaultPhase.END, target=who, left=True, generation=generation)
+
+
+def _admitted(generations: list[int], before: int) -> int:
+    """The rebalance that admitted a consumer: the first generation it was a member in above the
+    group's when it started (-1: none yet). A new KIP-848 member can first report the group's
+    epoch of before its own join."""
+    return next((g for g in generations if g > before), -1)

@@ -66,6 +66,9 @@ SEEK_FORWARD_RECORDS = 10
 SEEK_WAIT_S = 5.0
 """How long a forward seek waits for the log to hold the records it skips."""
 PROGRESS_INTERVAL_S = 0.2
+GENERATIONS_KEPT = 8
+"""The generations a session's progress lines carry at most: its admission is among its first
+(a long session in a busy group goes through many more)."""
 AUTO_COMMIT_WAIT_S = 10.0
 """How long the auto-commit crash point waits for librdkafka's commit of what it handed out."""
 
@@ -115,9 +118,11 @@ class ConsumerSession:
         self.committed: dict[int, int] = {}
         self.assignment: set[int] = set()
         self.member = NO_MEMBERSHIP
-        self.joined_generation = -1
-        """The first generation (KIP-848: member epoch) this session was a member in: the
-        rebalance that admitted it."""
+        self.generations: list[int] = []
+        """The first generations (KIP-848: member epochs) this session was a member in, in
+        order (:data:`GENERATIONS_KEPT` of them): the first one above the group's when it
+        started is the rebalance that admitted it (a new KIP-848 member may first report the
+        group's epoch of before its join)."""
         self.stopping = False
         self.fatal: str | None = None
         self.state = "running"
@@ -419,8 +424,10 @@ class ConsumerSession:
             # Under KIP-848 a member's epoch moves without a callback of its own (another
             # member's assignment changed): the line shows the membership of now.
             self.member = membership(self.consumer)
-        if self.joined_generation < 0 < self.member.generation:
-            self.joined_generation = self.member.generation
+        generation = self.member.generation
+        known = generation in self.generations or len(self.generations) >= GENERATIONS_KEPT
+        if generation > 0 and not known:
+            self.generations.append(generation)
         line = {
             **{str(name): count for name, count in self.counts.items()},
             "processed": self.processed,
@@ -429,7 +436,7 @@ class ConsumerSession:
             "assignment": sorted(self.assignment),
             "member_id": self.member.member_id,
             "generation": self.member.generation,
-            "joined_generation": self.joined_generation,
+            "generations": self.generations,
             "state": self.state,
             "sought": self.sought,
             "done": done,

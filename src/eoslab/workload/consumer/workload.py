@@ -270,13 +270,11 @@ class ConsumerWorkload:
         ]
         return max(running, default=-1)
 
-    def joined_generation(self, consumer: int) -> int:
-        """The generation the consumer's current session was first a member in (the rebalance
-        that admitted it); -1 while it is in none."""
+    def generations(self, consumer: int) -> list[int]:
+        """The generations (KIP-848: member epochs) the consumer's current session was a member
+        in, in order."""
         session = self._sessions.current(consumer)
-        if session is None:
-            return -1
-        return int(session.process.progress.get("joined_generation", -1) or -1)
+        return [] if session is None else list(session.process.progress.get("generations", []))
 
     def total(self, name: str) -> int:
         """A progress counter summed over every session: processed, applied, duplicate,

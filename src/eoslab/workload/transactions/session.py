@@ -10,6 +10,8 @@ records are flushed: an aborted transaction's records are then in the log (for a
 wrongly see), and a committed one's are in the log before the commit (for a reader to wrongly
 see too early). The history keeps every record's delivery outcome as for any producer; the
 transactions journal (:mod:`eoslab.workload.transactions.journal`) how every transaction ended.
+A transaction one of whose records failed, or ended with its fate unknown, is cut short: its
+abort is asked for, never its commit.
 
 How a commit ends, by librdkafka's answer: retriable errors (a coordinator that died or moved)
 are retried, bounded; an error that requires an abort ends the transaction ``aborted`` (its
@@ -156,7 +158,7 @@ class TransactionalSession(ProducerSession):
         intended = ABORT if self._choices.random() < self.txn.abort_ratio else COMMIT
         self.ledger.begin(txn, intended, records, now_ms())
         begun = self._call(self.producer.begin_transaction)
-        failed_before, acked_before = self.counts["fail"], self.counts["ack"]
+        failed_before, acked_before = self._failed, self.counts["ack"]
         for index, record in enumerate(records):
             if begun is not None or self.stopping or self.fatal is not None:
                 self._record(record, now_ms(), Outcome.UNSENT, error="_TRANSACTION_NOT_BEGUN")
@@ -171,7 +173,7 @@ class TransactionalSession(ProducerSession):
             self.stopping = True
             return
         self._drain(self.spec.flush_timeout_s)
-        cut_short = self.counts["fail"] > failed_before or self.stopping or self.fatal is not None
+        cut_short = self._failed > failed_before or self.stopping or self.fatal is not None
         if intended == COMMIT and not cut_short:
             self._commit(txn)
         else:
@@ -204,6 +206,14 @@ class TransactionalSession(ProducerSession):
         halt(signal.SIGSTOP)
         self.state = "superseded"
         self.superseded = True
+
+    @property
+    def _failed(self) -> int:
+        """Records that failed or whose fate is unknown: a transaction with one is cut short,
+        never committed (Kafka's Java client and librdkafka refuse that commit themselves;
+        franz-go's EndTransaction commits what was written, which a late EndTxn can have
+        committed already: KAFKA-17754)."""
+        return self.counts["fail"] + self.counts["indeterminate"]
 
     @property
     def _live(self) -> bool:

@@ -59,6 +59,8 @@ apt_install() {  # package, what it is for
 command -v docker-compose >/dev/null || apt_install docker-compose "checking compose/docker-compose.yml"
 command -v chromium >/dev/null || apt_install chromium "rendering the HTML reports in the report tests"
 command -v kcat >/dev/null || apt_install kcat "the kcat group consumer tests"
+NFQUEUE_HEADER=/usr/include/libnetfilter_queue/libnetfilter_queue.h
+[ -f "$NFQUEUE_HEADER" ] || apt_install libnetfilter-queue-dev "slow links inside the cluster (link-delay)"
 # Debian keeps the PostgreSQL server off PATH, in /usr/lib/postgresql/<version>/bin
 command -v postgres >/dev/null || compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null \
   || apt_install postgresql "the consumer workload's PostgreSQL sink (eoslab.runtime.postgres)"
@@ -91,7 +93,9 @@ if ! fresh "$VENV/.installed" pyproject.toml; then
   [ -x "$VENV/bin/python" ] || quietly "$PYTHON could not create $VENV." "$PYTHON" -m venv "$VENV"
   export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
   quietly "pip could not upgrade itself." "$VENV/bin/pip" install -q --upgrade pip
-  quietly "pip could not install the pinned dependencies." "$VENV/bin/pip" install -q -e ".[dev]"
+  extras=dev
+  [ -f "$NFQUEUE_HEADER" ] && extras=dev,netfaults  # else link-delay steps say what is missing
+  quietly "pip could not install the pinned dependencies." "$VENV/bin/pip" install -q -e ".[$extras]"
   quietly "the pinned dependencies conflict." "$VENV/bin/pip" check
   touch "$VENV/.installed"
 fi

@@ -924,19 +924,22 @@ def test_every_step_kind_is_covered_here() -> None:
 def test_partitions_are_refused_where_links_cannot_be_cut_and_a_heal_has_nothing_to_heal(
     tmp_path: Path,
 ) -> None:
-    """The fake lab's runtime cannot cut links (the compose runtime neither): the steps fail
-    with the reason, never silently skipped, and did not take effect; the run goes on."""
+    """The fake lab's runtime cannot cut links (the compose runtime neither), nor slow them or
+    make them lossy: the steps fail with the reason, never silently skipped, and did not take
+    effect; the run goes on."""
     lab = Lab(tmp_path, "kafka")
-    partition, heal = lab.steps(
+    steps = lab.steps(
         "kafka",
         {"kind": "partition", "at": 0, "shape": "isolate-leader"},
+        {"kind": "link-delay", "at": 0, "shape": "isolate-leader", "delay_ms": 100},
+        {"kind": "link-loss", "at": 0, "shape": "isolate-leader", "probability": 0.3},
         {"kind": "heal", "at": 1},
     )
-    lab.nemesis.start(partition)
-    lab.nemesis.start(heal)
+    for step in steps:
+        lab.nemesis.start(step)
     refused = "the FakeRuntime cannot cut links between the lab's nodes"
-    assert [refused in error for error in lab.nemesis.errors] == [True, True]
-    cut, healed = lab.effects(partition, heal)
-    assert not cut.took_effect
-    assert not healed.took_effect
-    assert ("partition", "leader", "failed") in lab.logged()
+    assert [refused in error for error in lab.nemesis.errors] == [True] * 4
+    assert not any(effect.took_effect for effect in lab.effects(*steps))
+    logged = lab.logged()
+    for kind in ("partition", "link-delay", "link-loss"):
+        assert (kind, "leader", "failed") in logged

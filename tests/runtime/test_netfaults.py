@@ -1,7 +1,8 @@
 """The network fault primitive on this machine's loopback, without Kafka: processes started in
 the lab's cgroups (as the lab starts its nodes) talk to a listener on a node's port; a cut link
 drops one process's packets and no other's (another node of the lab, another lab's node of the
-same name, root), existing connections included, and is always removed."""
+same name, root), existing connections included, and is always removed; a slow link holds them
+for its delay (and lets them through once its program is gone), a lossy one drops some."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from eoslab.clock import wait_until
-from eoslab.runtime.netfaults import LabNetwork, Link, NetworkFaultError
+from eoslab.runtime.linkdelay import Delayer
+from eoslab.runtime.netfaults import Hold, LabNetwork, Link, Loss, NetworkFaultError
 from eoslab.runtime.topology import LabConfig
 
 TEST_PORT_OFFSET = int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000"))
@@ -32,12 +34,16 @@ connection = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5
 connection.settimeout(1.0)
 while True:
     try:
+        sent = time.monotonic()
         connection.sendall(b"x")
-        print("ok" if connection.recv(1) == b"x" else "closed", flush=True)
+        answer = connection.recv(1)
+        slow = time.monotonic() - sent >= 0.1
+        print(("slow" if slow else "ok") if answer == b"x" else "closed", flush=True)
     except OSError as error:
         print(type(error).__name__, flush=True)
     time.sleep(0.2)
 """
+"""A client of a node: ``ok`` for each answer within 100 ms, ``slow`` for a later one."""
 CONNECT_ONCE = """
 import socket, sys
 try:
@@ -223,3 +229,46 @@ def test_without_root_a_cut_is_refused_with_a_clear_message(
     assert network.enter(network.config.service("kafka-1"), argv) == argv
     assert network.active() == []
     assert network.clear() == []
+
+
+def test_a_slow_link_holds_one_process_packets_and_passes_them_once_its_program_is_gone(
+    network: LabNetwork, clients: dict[str, Client]
+) -> None:
+    delayer = Delayer.start(5000 + OFFSET, 150, 0, "test", 120)
+    network.cut([Link("kafka-1", "kafka-2")], "slow", Hold(delayer.queue))
+    try:
+        assert clients["kafka-1"].sees("slow"), clients["kafka-1"].lines[-5:]
+        assert clients["kafka-3"].sees("ok")
+        assert clients["other lab's kafka-1"].sees("ok")
+        (link,) = network.active()
+        assert (link.how, link.tag) == (f"slow (queue {delayer.queue})", "slow")
+        assert str(link).endswith("packets held)")
+    finally:
+        network.restore("slow")
+        tally = delayer.stop()
+    assert tally is not None
+    assert tally.held > 0
+    assert tally.mean_ms == tally.max_ms == 150
+    assert clients["kafka-1"].sees("ok")
+    # a delay program that died: the rule's packets pass unheld (--queue-bypass)
+    dead = Delayer.start(5000 + OFFSET, 150, 0, "test", 120)
+    dead.process.kill()
+    dead.process.wait()
+    network.cut([Link("kafka-1", "kafka-2")], "orphaned", Hold(dead.queue))
+    assert clients["kafka-1"].sees("ok")
+    assert [c.how for c in network.clear()] == [f"slow (queue {dead.queue})"]
+
+
+def test_a_lossy_link_drops_some_of_one_process_packets(
+    network: LabNetwork, clients: dict[str, Client]
+) -> None:
+    network.cut([Link("kafka-1", "kafka-2")], "lossy", Loss(0.5))
+    try:
+        assert wait_until(lambda: network.active()[0].packets > 0, 15.0, interval_s=0.2)
+        (link,) = network.active()
+        assert link.how == "lossy 0.5"
+        assert "lossy 0.5, " in str(link)
+        assert clients["kafka-3"].sees("ok")
+    finally:
+        network.restore("lossy")
+    assert clients["kafka-1"].sees("ok", timeout_s=30.0)

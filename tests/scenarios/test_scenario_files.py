@@ -71,9 +71,13 @@ CATALOGUE = [
     "librdkafka-4953",
     "kafka-17754",
     "consumer-seek",
+    "replication-delay",
+    "replication-loss",
 ]
 NEGATIVE_CONTROLS = [
     "lost-request-no-idempotence",
+    "replication-delay-no-idempotence",
+    "replication-loss-no-idempotence",
     "leader-pause-acks-1",
     "leader-partition-no-idempotence",
     "zk-session-loss-acks-1",

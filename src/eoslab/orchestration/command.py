@@ -127,6 +127,13 @@ def matrix(
     for cell in progress:
         for mismatch in cell.mismatches:
             console.print(f"  {cell.name}: {mismatch}", highlight=False, soft_wrap=True)
+        if not cell.phase.done:  # its task failed before a verdict: say so, never stay silent
+            console.print(
+                f"  {cell.name}: no verdict ({cell.phase} when Airflow ended; its task failed: "
+                "Airflow's log says why)",
+                highlight=False,
+                soft_wrap=True,
+            )
     logs = f"Airflow's log: {log}; the lab's logs: {lab_logs}/"
     if not index.is_file():
         raise fail(

@@ -19,7 +19,10 @@ cgroups: another offset) never. Nothing is dropped on the way back: the link is 
 connection whose packets flow one way only: one-way is per connection, who calls whom).
 
 Packets are dropped silently (no reset), as a real partition drops them: TCP retries until the
-peers' own timeouts notice. Without root (iptables, cgroups) nothing is cut: :meth:`LabNetwork.
+peers' own timeouts notice. A link can also be made lossy (a fraction of its packets dropped at
+random: ``-m statistic``, :class:`Loss`) or slow (its packets queued to a program that holds
+each for a delay, ``-j NFQUEUE --queue-bypass``: :mod:`eoslab.runtime.linkdelay`, :class:`Hold`;
+if that program is gone, the kernel lets the packets through). Without root (iptables, cgroups) nothing is cut: :meth:`LabNetwork.
 unavailable` says why and the nemesis refuses the steps with that message.
 
 Cuts are healed by whoever made them (a step's end, the run's end) and, whatever happened to
@@ -85,16 +88,54 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Drop:
+    """A cut link: every packet dropped."""
+
+    def target(self) -> list[str]:
+        return ["-j", "DROP"]
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A lossy link: each packet dropped with ``probability``."""
+
+    probability: float
+
+    def target(self) -> list[str]:
+        probability = f"{self.probability:g}"
+        return ["-m", "statistic", "--mode", "random", "--probability", probability, "-j", "DROP"]
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A slow link: every packet queued to the program bound to netfilter queue ``queue``,
+    which lets it go after a delay (through, unheld, when no program is bound)."""
+
+    queue: int
+
+    def target(self) -> list[str]:
+        return ["-j", "NFQUEUE", "--queue-num", str(self.queue), "--queue-bypass"]
+
+
+Action = Drop | Loss | Hold
+DROP = Drop()
+
+
+@dataclass(frozen=True)
 class Cut:
-    """One cut link as the lab's chain holds it: who cut it (``tag``) and what it dropped."""
+    """One link as the lab's chain holds it cut, lossy or slow: who did it (``tag``), and the
+    packets its rule took so far (dropped, or queued to be held)."""
 
     tag: str
     link: Link
     packets: int
-    """Packets the rule dropped so far."""
+    how: str = "cut"
+    """``cut``, ``lossy P`` or ``slow (queue N)``."""
 
     def __str__(self) -> str:
-        return f"{self.link} (by {self.tag}, {self.packets} packets dropped)"
+        taken = "held" if self.how.startswith("slow") else "dropped"
+        how = "" if self.how == "cut" else f"{self.how}, "
+        return f"{self.link} (by {self.tag}, {how}{self.packets} packets {taken})"
 
 
 def cgroup2_root() -> Path | None:
@@ -191,10 +232,10 @@ class LabNetwork:
         _rmdir(self._root / self.group)
 
     # ---------------------------------------------------------------- cuts
-    def cut(self, links: list[Link], tag: str) -> None:
-        """Cut every link (labelled ``tag``: who cut it). Refused, nothing cut, when a link's
-        source does not run in its cgroup (a lab brought up without root), or a name is not a
-        node of the lab."""
+    def cut(self, links: list[Link], tag: str, action: Action = DROP) -> None:
+        """Cut every link (labelled ``tag``: who cut it), or make it lossy or slow (``action``).
+        Refused, nothing cut, when a link's source does not run in its cgroup (a lab brought up
+        without root), or a name is not a node of the lab."""
         why = self.unavailable()
         if why is not None:
             raise NetworkFaultError(why)
@@ -218,7 +259,7 @@ class LabNetwork:
         if self._rules() is None:
             self._iptables("-N", self.chain)
             self._iptables("-A", *self._jump)
-        self._transaction("-A", [self._rule(link, tag) for link in links])
+        self._transaction("-A", [self._rule(link, tag, action) for link in links])
 
     def _transaction(self, action: str, rules: list[list[str]]) -> None:
         """Append (``-A``) or delete (``-D``) rules of the lab's chain in one transaction
@@ -238,7 +279,7 @@ class LabNetwork:
         if done.returncode != 0:
             raise NetworkFaultError(f"iptables-restore: {done.stderr.strip() or done.returncode}")
 
-    def _rule(self, link: Link, tag: str) -> list[str]:
+    def _rule(self, link: Link, tag: str, action: Action) -> list[str]:
         ports = ",".join(str(port) for port in self.ports(link))
         return [
             "-p",
@@ -255,8 +296,7 @@ class LabNetwork:
             "comment",
             "--comment",
             f"{tag} {link}",
-            "-j",
-            "DROP",
+            *action.target(),
         ]
 
     def active(self) -> list[Cut]:
@@ -307,7 +347,7 @@ class LabNetwork:
             spec, packets = _without_counters(words[2:])
             comment = spec[spec.index("--comment") + 1]
             tag, _, link = comment.partition(" ")
-            rules.append((Cut(tag, Link.parse(link), packets), spec))
+            rules.append((Cut(tag, Link.parse(link), packets, _how(spec)), spec))
         return rules
 
     def _iptables(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -323,6 +363,15 @@ class LabNetwork:
                 f"iptables {' '.join(args)}: {done.stderr.strip() or done.returncode}"
             )
         return done
+
+
+def _how(spec: list[str]) -> str:
+    """What a rule of the lab's chain does to its link, from its words."""
+    if "--queue-num" in spec:
+        return f"slow (queue {spec[spec.index('--queue-num') + 1]})"
+    if "--probability" in spec:
+        return f"lossy {float(spec[spec.index('--probability') + 1]):g}"
+    return "cut"
 
 
 def _without_counters(words: list[str]) -> tuple[list[str], int]:

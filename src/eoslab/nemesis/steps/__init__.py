@@ -14,6 +14,8 @@ from eoslab.nemesis.steps.consumer_seek import ConsumerSeekStep
 from eoslab.nemesis.steps.delete_records import DeleteRecordsStep
 from eoslab.nemesis.steps.heal import HealStep
 from eoslab.nemesis.steps.kill import KillStep
+from eoslab.nemesis.steps.link_delay import LinkDelayStep
+from eoslab.nemesis.steps.link_loss import LinkLossStep
 from eoslab.nemesis.steps.partition import NetworkPartitionStep
 from eoslab.nemesis.steps.pause import PauseStep
 from eoslab.nemesis.steps.probe import ProbeStep
@@ -42,6 +44,8 @@ AnyStep = Annotated[
     | ConsumerSeekStep
     | DeleteRecordsStep
     | NetworkPartitionStep
+    | LinkDelayStep
+    | LinkLossStep
     | HealStep,
     Field(discriminator="kind"),
 ]

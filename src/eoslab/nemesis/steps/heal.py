@@ -11,14 +11,14 @@ from typing import Literal
 
 from eoslab.fault_events import FaultPhase
 from eoslab.nemesis.steps.base import ResolvedStep, Step, StepContext
-from eoslab.nemesis.steps.partition import NetworkPartitionStep
+from eoslab.nemesis.steps.links import NETWORK_KINDS
 
 
 class HealStep(Step):
     kind: Literal["heal"]
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
-        ended = ctx.end_faults(NetworkPartitionStep.network_kinds)
+        ended = ctx.end_faults(NETWORK_KINDS)
         run = f"{ctx.context.run_id}/"
         left = [str(cut) for cut in ctx.network().active() if cut.tag.startswith(run)]
         steps = [s.index for s in ended]

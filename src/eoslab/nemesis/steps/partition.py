@@ -4,20 +4,7 @@ groups or in a named shape, both ways or one way; clients still reach every node
 proxy unless ``clients: cut``. Healed after ``duration``, at a ``heal`` step, else when the run
 heals (and, whatever happens to the nemesis, by ``lab down`` and the next ``lab up``).
 
-Shapes (the named node is the step's ``target``, looked up when the step starts):
-
-- ``isolate-leader``: partition's leader alone, the rest together;
-- ``isolate-controller``: the active controller alone (Kafka 4: the metadata quorum's leader);
-- ``majority-minority``: the target in a minority, the rest the majority (on the lab's
-  three-node clusters a minority is one node);
-- ``bridge``: the rest split in two halves (seeded) that cannot reach each other, the target
-  reaching both (Jepsen's bridge);
-- ``one-way``: the target cannot reach the rest, the rest still reach it;
-- ``halves``: every node of the cluster (ZooKeeper too) in one of two halves drawn by the seed
-  (Jepsen's random halves), the target unused;
-- ``groups``: explicit groups of nodes (services or targets such as ``leader`` or
-  ``followers``), every group cut from every other (with ``shape: one-way``: two groups, the
-  first cannot reach the second); nodes not named keep every link.
+Which links, in what shape: :mod:`~eoslab.nemesis.steps.links`.
 
 Evidence — what the cluster says, read where the partition cannot hide it
 (:mod:`eoslab.nemesis.cluster_state`): from the cut on, what moved (an ISR that shrank,
@@ -28,13 +15,10 @@ cluster never noticed, or one it did not recover from, did not take effect."""
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar, Literal, Self
-
-from pydantic import Field, field_validator, model_validator
+from typing import Any, Literal
 
 from eoslab.clock import wait_until
 from eoslab.fault_events import FaultPhase
@@ -47,141 +31,17 @@ from eoslab.nemesis.cluster_state import (
     kraft_state,
     zookeeper_state,
 )
-from eoslab.nemesis.steps.base import (
-    CONTROLLER,
-    LEADER,
-    RANDOM_BROKER,
-    SERVICE_TARGETS,
-    EndingStep,
-    ResolvedStep,
-    ScenarioShape,
-    ServiceStep,
-    StepContext,
-    start_phase,
-)
-from eoslab.rundir import LabTarget
-from eoslab.runtime.netfaults import PROXY, LabNetwork, Link
-from eoslab.runtime.topology import HOST, Kind, broker_service, brokers_of
-
-Shape = Literal[
-    "isolate-leader", "isolate-controller", "majority-minority", "bridge", "one-way", "halves"
-]
-ZOOKEEPER = "zookeeper"
-GROUP_NAMES = (*(name for name in SERVICE_TARGETS if name != RANDOM_BROKER), ZOOKEEPER)
-"""What a group may name: a service, ZooKeeper, or a target looked up at the step's start."""
-SHAPE_TARGETS: dict[str, str] = {"isolate-leader": LEADER, "isolate-controller": CONTROLLER}
-"""Shapes whose node is fixed by their name."""
-
-
-def cluster_nodes(target: LabTarget) -> tuple[str, ...]:
-    """The nodes of a target's cluster: the ends of the links a partition cuts."""
-    zookeeper = (ZOOKEEPER,) if target in ("kafka", "refbroker") else ()
-    return (*brokers_of(target), *zookeeper)
-
+from eoslab.nemesis.steps.base import ResolvedStep, StepContext
+from eoslab.nemesis.steps.links import LinkStep
+from eoslab.runtime.netfaults import LabNetwork
+from eoslab.runtime.topology import HOST, broker_service
 
 BEFORE_READ_S = 10.0
 """How long a partition step tries to read the cluster's state before it cuts."""
 
 
-class NetworkPartitionStep(ServiceStep, EndingStep):
+class NetworkPartitionStep(LinkStep):
     kind: Literal["partition"]
-    shape: Shape | None = None
-    groups: tuple[tuple[str, ...], ...] | None = Field(
-        None, description="groups of nodes cut from one another (instead of a shape)"
-    )
-    clients: Literal["keep", "cut"] = Field(
-        "keep", description="cut: the first group (the isolated node) loses its clients too"
-    )
-    network_kinds: ClassVar[tuple[str, ...]] = ("partition",)
-
-    @field_validator("groups")
-    @classmethod
-    def _known_nodes(
-        cls, groups: tuple[tuple[str, ...], ...] | None
-    ) -> tuple[tuple[str, ...], ...] | None:
-        if groups is None:
-            return None
-        if len(groups) < 2 or not all(groups):
-            raise ValueError("give two groups or more, none empty")
-        for name in (name for group in groups for name in group):
-            if name not in GROUP_NAMES:
-                raise ValueError(
-                    f"unknown node {name!r}; one of {', '.join(map(repr, GROUP_NAMES))}"
-                )
-        return groups
-
-    @model_validator(mode="after")
-    def _shape_or_groups(self) -> Self:
-        if self.shape is None and self.groups is None:
-            raise ValueError("shape: give a shape or groups")
-        if self.groups is not None and self.shape not in (None, "one-way"):
-            raise ValueError(f"shape: {self.shape} makes its own groups; with groups, only one-way")
-        if self.shape == "one-way" and self.groups is not None and len(self.groups) != 2:
-            raise ValueError(
-                "groups: a one-way partition has two groups (the first cannot reach the second)"
-            )
-        return self
-
-    @property
-    def service_target(self) -> str | None:
-        if self.groups is not None or self.shape == "halves":
-            return None
-        return SHAPE_TARGETS.get(str(self.shape), self.target)
-
-    def misfit(self, scenario: ScenarioShape) -> str | None:
-        if "refbroker" in (self.on or scenario.targets):
-            return (
-                "kind: the reference broker's only link inside the lab is to ZooKeeper (its PID "
-                "blocks), which the lab cuts but cannot yet see lost; on: [kafka, kafka4]"
-            )
-        return super().misfit(scenario)
-
-    # ---------------------------------------------------------------- the cut
-    def layout(
-        self, ctx: StepContext, step: ResolvedStep
-    ) -> tuple[list[list[str]], list[str], bool]:
-        """The groups (services, now), the nodes reaching every group (a bridge), and whether
-        the cut is one way (from the first group to the second)."""
-        nodes = cluster_nodes(ctx.context.lab_target)
-        if self.groups is not None:
-            groups = [
-                [s for name in group for s in ctx.resolve_target(name, self.partition)]
-                for group in self.groups
-            ]
-            named = [s for group in groups for s in group]
-            if len(set(named)) < len(named):
-                raise ValueError(f"a node is in two groups: {groups}")
-            return groups, [n for n in nodes if n not in named], self.shape == "one-way"
-        if self.shape == "halves":
-            drawn = list(nodes)
-            random.Random(f"halves:{ctx.context.seed}:{step.index}").shuffle(drawn)
-            half = len(drawn) // 2
-            return [sorted(drawn[:half]), sorted(drawn[half:])], [], False
-        node = ctx.service(step)
-        rest = [n for n in nodes if n != node]
-        if self.shape == "bridge":
-            random.Random(f"bridge:{ctx.context.seed}:{step.index}").shuffle(rest)
-            half = len(rest) // 2
-            return [sorted(rest[:half]), sorted(rest[half:])], [node], False
-        return [[node], rest], [], self.shape == "one-way"
-
-    def links(self, network: LabNetwork, groups: list[list[str]], one_way: bool) -> list[Link]:
-        """Every link from a node of one group to a node of another (from the first to the
-        second only, one way), and the clients' links to the first group when they are cut;
-        links without a listener to cut (nobody connects to ZooKeeper's clients) left out."""
-        pairs = [
-            (source, dest)
-            for i, sources in enumerate(groups)
-            for j, dests in enumerate(groups)
-            if i != j and (not one_way or (i, j) == (0, 1))
-            for source in sources
-            for dest in dests
-        ]
-        if self.clients == "cut":
-            nodes = network.nodes()
-            pairs += [(PROXY, n) for n in groups[0] if nodes[n].kind is not Kind.ZOOKEEPER]
-        links = [Link(source, dest) for source, dest in pairs]
-        return [link for link in links if network.ports(link)]
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         network = ctx.network()
@@ -215,19 +75,8 @@ class NetworkPartitionStep(ServiceStep, EndingStep):
             cut_at=time.monotonic(),
         )
         watch.start()
-        layout: dict[str, Any] = {
-            "groups": groups,
-            "bridges": bridges,
-            "one_way": one_way,
-            "clients": self.clients,
-        }
-        ctx.judge(step, False, "links cut; the cluster has not said so yet", **layout)
-        ctx.log(
-            step,
-            start_phase(step),
-            target=" | ".join(",".join(g) for g in groups),
-            links=[str(link) for link in links],
-            **layout,
+        self.announce(
+            ctx, step, (groups, bridges, one_way), links, "the cluster has not said so yet"
         )
 
     def _reader(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -19,6 +20,7 @@ from eoslab.admin import (
     metadata_quorum,
 )
 from eoslab.clock import wait_until
+from eoslab.orchestration import steps
 from eoslab.runtime import smoke
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.processes import processes_of
@@ -48,6 +50,23 @@ def test_three_nodes_are_registered_and_the_quorum_has_a_leader(lab: LocalRuntim
     # The status names the quorum's leader, not what a broker names in Metadata.
     assert status.clusters["kafka4"].controller == quorum.leader_id
     assert [s.name for s in status.services if s.kind == "kafka4"] == list(KAFKA4_SERVICES)
+
+
+def test_the_dags_health_task_checks_each_target_on_its_own_cluster(
+    lab: LocalRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Kafka 4 cell's health task asks Kafka 4's nodes (it once asked the reference broker,
+    which a lab of Kafka 3.9 and 4 does not run: every Kafka 4 cell of the matrix failed)."""
+    monkeypatch.setattr(steps, "lab_config", lambda: lab.config)
+    for target, brokers in (("kafka", [1, 2, 3]), ("kafka4", sorted(NODES))):
+        checked = steps.check_lab(target)
+        assert (checked["bootstrap"], checked["brokers"]) == (lab.config.bootstrap(target), brokers)
+    without = replace(lab.config, targets=("kafka",))
+    monkeypatch.setattr(steps, "lab_config", lambda: without)
+    with pytest.raises(
+        steps.LabUnhealthyError, match=r"does not run kafka4 \(its targets: kafka\)"
+    ):
+        steps.check_lab("kafka4")
 
 
 def test_a_zookeeper_cluster_has_no_metadata_quorum(lab: LocalRuntime) -> None:

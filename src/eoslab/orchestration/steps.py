@@ -14,11 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from eoslab.admin import metadata_brokers
-from eoslab.rundir import RunDir, Verdict, group_protocol_of, handler_mode
+from eoslab.rundir import LabTarget, RunDir, Verdict, group_protocol_of, handler_mode
 from eoslab.runtime import get_runtime
 from eoslab.runtime.health import port_open
 from eoslab.runtime.status import cluster_view
-from eoslab.runtime.topology import SPARK_CONNECT_SERVICE, LabConfig, running_lab_config
+from eoslab.runtime.topology import (
+    SPARK_CONNECT_SERVICE,
+    LabConfig,
+    broker_service,
+    running_lab_config,
+)
 from eoslab.scenarios.catalogue import find_scenario, parse_scenario
 from eoslab.scenarios.executor import execute
 from eoslab.scenarios.schema import Scenario
@@ -58,14 +63,24 @@ def check_lab(target: str) -> dict[str, Any]:
             f"would wait for it; see `eoslab lab logs {SPARK_CONNECT_SERVICE}` and restart it "
             f"with `eoslab lab restart {SPARK_CONNECT_SERVICE}`"
         )
-    if target == "kafka":
-        brokers = metadata_brokers(config.bootstrap_servers, timeout_s=HEALTH_TIMEOUT_S)
-        if brokers != set(config.broker_ids):
+    if target in ("kafka", "kafka4"):
+        kafka: LabTarget = "kafka" if target == "kafka" else "kafka4"
+        bootstrap = config.bootstrap(kafka)
+        expected = config.broker_ids if kafka == "kafka" else config.kafka4_node_ids
+        if not expected:
             raise LabUnhealthyError(
-                f"Kafka at {config.bootstrap_servers} shows brokers {sorted(brokers)}, expected "
-                f"{config.broker_ids}; see `eoslab lab status` and `eoslab lab logs kafka-1`"
+                f"the lab in {config.state_dir} does not run {kafka} (its targets: "
+                f"{', '.join(config.targets)}); bring it up with --targets {kafka},..."
             )
-        return {"target": target, "bootstrap": config.bootstrap_servers, "brokers": sorted(brokers)}
+        brokers = metadata_brokers(bootstrap, timeout_s=HEALTH_TIMEOUT_S)
+        if brokers != set(expected):
+            first = broker_service(kafka, expected[0])
+            raise LabUnhealthyError(
+                f"{'Kafka' if kafka == 'kafka' else 'Kafka 4'} at {bootstrap} shows brokers "
+                f"{sorted(brokers)}, expected {expected}; see `eoslab lab status` and "
+                f"`eoslab lab logs {first}`"
+            )
+        return {"target": target, "bootstrap": bootstrap, "brokers": sorted(brokers)}
     view = cluster_view(config.refbroker_bootstrap, timeout_s=HEALTH_TIMEOUT_S)
     if not view.reachable:
         raise LabUnhealthyError(

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
 
 from eoslab.clock import wait_until
@@ -257,6 +258,34 @@ def test_a_slow_link_holds_one_process_packets_and_passes_them_once_its_program_
     network.cut([Link("kafka-1", "kafka-2")], "orphaned", Hold(dead.queue))
     assert clients["kafka-1"].sees("ok")
     assert [c.how for c in network.clear()] == [f"slow (queue {dead.queue})"]
+
+
+NEMESIS = """
+import sys, time
+from eoslab.runtime.linkdelay import Delayer
+print(Delayer.start(int(sys.argv[1]), 150, 0, "test", 120).process.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_delay_program_ends_itself_when_the_nemesis_that_started_it_dies() -> None:
+    nemesis = subprocess.Popen(
+        [sys.executable, "-c", NEMESIS, str(5000 + OFFSET)], stdout=subprocess.PIPE, text=True
+    )
+    assert nemesis.stdout is not None
+    program = int(nemesis.stdout.readline())
+    assert psutil.pid_exists(program)
+    nemesis.kill()
+    nemesis.wait()
+    assert wait_until(lambda: not _alive(program), 10.0, interval_s=0.1)
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, exited and not yet reaped by init, does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_a_lossy_link_drops_some_of_one_process_packets(

@@ -2,9 +2,9 @@
 written so far: what a slow or lossy link inside the cluster shows a client (with acks=all an
 acknowledgement waits for the followers' fetches, which cross the links between the nodes).
 
-A slow-link step compares the records sent while its links were slow with those sent just
-before (the same length of time, at least :data:`MIN_WINDOW_MS`), partition by partition: the
-link slows the partitions whose replication crosses it, not the others."""
+A slow-link step compares the records sent while its links were slow with those sent in the
+:data:`BEFORE_MS` just before, partition by partition: the link slows the partitions whose
+replication crosses it, not the others."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ import pyarrow.parquet as pq
 
 from eoslab.rundir import Outcome
 
-MIN_WINDOW_MS = 3000
+BEFORE_MS = 3000
+"""The window just before the fault: enough acknowledgements at the lab's rates, and short, so
+that a client's start-up (a JVM's first seconds: medians near a second measured) stays out of it
+when the fault begins a few seconds into the run."""
 MIN_ACKED = 10
 """Acknowledgements a window needs in a partition for its median to say anything."""
 

@@ -1,6 +1,7 @@
-"""Heal every network partition of the run still in place (Jepsen's ``:stop``): each ends as
-its own end would, its evidence read (what moved, the cluster whole again). For timelines whose
-partitions have no duration of their own, as in Jepsen's start/stop cycles.
+"""Heal every network partition, slow or lossy link of the run still in place (Jepsen's
+``:stop``): each ends as its own end would, its evidence read (what moved, the cluster whole
+again; the acknowledgements slowed). For timelines whose partitions have no duration of their
+own, as in Jepsen's start/stop cycles.
 
 Evidence: the partitions it ended, and that no link of the run is cut afterwards; a heal with
 no partition to end did not take effect (the timeline is not what its scenario says)."""

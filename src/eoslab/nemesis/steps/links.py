@@ -30,7 +30,7 @@ from pydantic import Field, field_validator, model_validator
 
 from eoslab.clock import now_ms, wait_until
 from eoslab.fault_events import FaultPhase
-from eoslab.nemesis.ack_latency import MIN_WINDOW_MS, Window, ack_latencies, slowed, windows
+from eoslab.nemesis.ack_latency import BEFORE_MS, Window, ack_latencies, slowed, windows
 from eoslab.nemesis.steps.base import (
     CONTROLLER,
     LEADER,
@@ -256,8 +256,7 @@ class DegradedLinkStep(LinkStep):
             return bool(during)
 
         wait_until(timed, SETTLE_S, interval_s=0.5)
-        span = max(until_ms - since_ms, MIN_WINDOW_MS)
-        before = windows(ack_latencies(history, since_ms - span, since_ms))
+        before = windows(ack_latencies(history, since_ms - BEFORE_MS, since_ms))
         took_effect, evidence = slowed(before, during, self.slower_by_ms())
         ended = memo["ended"]
         taken, tally = ended.get("taken", 0), ended.get("tally")

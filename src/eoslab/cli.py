@@ -35,7 +35,7 @@ from eoslab.runtime import smoke as smoke_lib
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.spark_cluster import SparkClusterError, StandaloneCluster
 from eoslab.runtime.status import ClusterView, LabStatus
-from eoslab.runtime.topology import LabConfig, parse_targets
+from eoslab.runtime.topology import CLUSTER_TITLES, LabConfig, parse_targets
 from eoslab.scenarios import command as scenarios_command
 from eoslab.settings import TARGETS, BasePort, runs_root
 from eoslab.verify import command as verify_command
@@ -71,9 +71,6 @@ app.add_typer(
 ServiceArgument = Annotated[
     str, typer.Argument(help="A service, e.g. kafka-2, kafka4-1, zookeeper, refbroker.")
 ]
-
-
-CLUSTER_TITLES = {"kafka": "Kafka 3.9", "kafka4": "Kafka 4", "refbroker": "reference broker"}
 
 
 @lab_app.command()

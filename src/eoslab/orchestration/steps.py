@@ -19,6 +19,7 @@ from eoslab.runtime import get_runtime
 from eoslab.runtime.health import port_open
 from eoslab.runtime.status import cluster_view
 from eoslab.runtime.topology import (
+    CLUSTER_TITLES,
     SPARK_CONNECT_SERVICE,
     LabConfig,
     broker_service,
@@ -66,7 +67,7 @@ def check_lab(target: str) -> dict[str, Any]:
     if target in ("kafka", "kafka4"):
         kafka: LabTarget = "kafka" if target == "kafka" else "kafka4"
         bootstrap = config.bootstrap(kafka)
-        expected = config.broker_ids if kafka == "kafka" else config.kafka4_node_ids
+        expected = config.node_ids(kafka)
         if not expected:
             raise LabUnhealthyError(
                 f"the lab in {config.state_dir} does not run {kafka} (its targets: "
@@ -76,7 +77,7 @@ def check_lab(target: str) -> dict[str, Any]:
         if brokers != set(expected):
             first = broker_service(kafka, expected[0])
             raise LabUnhealthyError(
-                f"{'Kafka' if kafka == 'kafka' else 'Kafka 4'} at {bootstrap} shows brokers "
+                f"{CLUSTER_TITLES[kafka]} at {bootstrap} shows brokers "
                 f"{sorted(brokers)}, expected {expected}; see `eoslab lab status` and "
                 f"`eoslab lab logs {first}`"
             )

@@ -22,8 +22,9 @@ Packets are dropped silently (no reset), as a real partition drops them: TCP ret
 peers' own timeouts notice. A link can also be made lossy (a fraction of its packets dropped at
 random: ``-m statistic``, :class:`Loss`) or slow (its packets queued to a program that holds
 each for a delay, ``-j NFQUEUE --queue-bypass``: :mod:`eoslab.runtime.linkdelay`, :class:`Hold`;
-if that program is gone, the kernel lets the packets through). Without root (iptables, cgroups) nothing is cut: :meth:`LabNetwork.
-unavailable` says why and the nemesis refuses the steps with that message.
+if that program is gone, the kernel lets the packets through). Without root (iptables,
+cgroups) nothing is cut: :meth:`LabNetwork.unavailable` says why and the nemesis refuses the
+steps with that message.
 
 Cuts are healed by whoever made them (a step's end, the run's end) and, whatever happened to
 that process, by ``lab down`` and the next ``lab up`` of the same lab (:meth:`LabNetwork.clear`),

@@ -74,6 +74,14 @@ KAFKA_SERVICES = tuple(kafka_service(i) for i in range(1, BROKERS + 1))
 KAFKA4_SERVICES = tuple(kafka4_service(i) for i in range(1, KAFKA4_NODES + 1))
 
 
+CLUSTER_TITLES: dict[LabTarget, str] = {
+    "kafka": "Kafka 3.9",
+    "kafka4": "Kafka 4",
+    "refbroker": "reference broker",
+}
+"""How the lab names each target's cluster to its users."""
+
+
 def brokers_of(target: LabTarget) -> tuple[str, ...]:
     """The services that are brokers of a target (what a rolling restart goes through)."""
     if target == "kafka":
@@ -179,6 +187,10 @@ class LabConfig:
     def kafka4_node_ids(self) -> list[int]:
         """The Kafka 4 nodes the lab runs (none unless ``kafka4`` is a target)."""
         return list(range(1, KAFKA4_NODES + 1)) if "kafka4" in self.targets else []
+
+    def node_ids(self, target: LabTarget) -> list[int]:
+        """The brokers (Kafka 4: nodes) of a Kafka target the lab runs, by id."""
+        return self.kafka4_node_ids if target == "kafka4" else self.broker_ids
 
     @property
     def zookeeper_connect(self) -> str:

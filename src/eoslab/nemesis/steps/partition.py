@@ -117,10 +117,7 @@ class NetworkPartitionStep(LinkStep):
         dropped = sum(c.packets for c in network.active() if c.tag == memo["tag"])
         cut_s = round(time.monotonic() - memo["cut_at"], 1)
         ctx.repair(step)
-        config = network.config
-        brokers = (
-            config.kafka4_node_ids if ctx.context.lab_target == "kafka4" else config.broker_ids
-        )
+        brokers = network.config.node_ids(ctx.context.lab_target)
         whole_s = await_whole(watch.read, brokers, WHOLE_TIMEOUT_S)
         observed: dict[str, Any] = {
             "changes": seen,

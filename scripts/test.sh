@@ -39,7 +39,6 @@ HALF_A=(
   tests/workload/test_kafka4_consumers.py
   tests/workload/test_drivers.py
   tests/workload/test_franz_go_driver.py
-  tests/verify/test_consumer_runs.py
 )
 ignored=()
 for path in "${HALF_A[@]}"; do ignored+=("--ignore=$path"); done

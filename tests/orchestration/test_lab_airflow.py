@@ -33,7 +33,7 @@ def poll(condition: Callable[[], Any], timeout_s: float = READY_TIMEOUT_S) -> An
     while True:
         try:
             value = condition()
-        except (urllib.error.URLError, ConnectionError, KeyError, ValueError):
+        except (OSError, KeyError, ValueError):  # URLError, refused, a read that timed out
             value = None
         if value:
             return value
@@ -114,9 +114,13 @@ def test_scheduler_runs_and_both_dags_are_unpaused(airflow_lab: LocalRuntime) ->
         return all(health[part]["status"] == "healthy" for part in parts)
 
     poll(components_healthy)
-    token = call(
-        f"{airflow.url}/auth/token", body={"username": "admin", "password": airflow.password()}
-    )["access_token"]
+
+    def token_handed_out() -> str:
+        """the API server hands out a token"""
+        body = {"username": "admin", "password": airflow.password()}
+        return str(call(f"{airflow.url}/auth/token", body=body)["access_token"])
+
+    token = poll(token_handed_out)
 
     def dags() -> dict[str, bool]:
         """the DAG processor has registered eos_scenario and eos_nightly"""

@@ -15,7 +15,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from eoslab.bench import checker, clusters, compose, drivers, produce_throughput, warm_check
+from eoslab.bench import (
+    checker,
+    checks_at_once,
+    clusters,
+    compose,
+    drivers,
+    produce_throughput,
+    warm_check,
+)
 from eoslab.rundir import RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
@@ -144,6 +152,7 @@ def main() -> None:
             if scales:  # in a JVM of this process, so before it becomes a Spark Connect client
                 results["checker"] = checker.run(scales, bootstrap=lab.config.bootstrap_servers)
             results["warm_check"] = warm_check.run(lab)
+            results["checks_at_once"] = checks_at_once.run(lab)
         finally:
             lab.down()
         results["kafka4"] = clusters.run(Path(state), BENCH_PORT_OFFSET, args.records, args.repeats)

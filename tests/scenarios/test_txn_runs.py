@@ -256,14 +256,15 @@ def test_txn_copy_coordinator_kill_copies_exactly_once(
     assert result.info.client == client
     (kill,) = result.info.faults
     assert kill.took_effect, kill.evidence
-    (restarted,) = [
-        e for e in read_events(result.run_dir.faults_jsonl) if e.phase is FaultPhase.END
-    ]
+    (killed,) = [e for e in read_events(result.run_dir.faults_jsonl) if e.phase is FaultPhase.START]
     assert outcomes(result.run_dir)["committed"] > 0  # the input's producer committed through it
     batches = copier_batches(result.run_dir)
     committed = [b for b in batches if b["outcome"] == "committed"]
-    # the copier made progress after the coordinator came back
-    assert any(int(str(b["begin_ms"])) > restarted.ts_ms for b in committed)
+    # the copier made progress through the failover: a batch begun once the coordinator was
+    # dead committed (on Kafka through the coordinator that took over, on the reference broker
+    # once it was back). Not "after the restart": on a loaded two-core machine a Kafka broker
+    # took up to 68 s to be back (CI, 2026-11-29), past the end of the 40 s input.
+    assert any(int(str(b["begin_ms"])) > killed.ts_ms for b in committed)
     observed = {c.name: c.observed for c in verdict.checks}
     assert {n: observed[n] for n in COPY_ANOMALIES} == dict.fromkeys(COPY_ANOMALIES, 0)
     figures = json.loads(result.run_dir.metrics_json.read_text())["copier"]

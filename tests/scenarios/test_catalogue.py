@@ -114,14 +114,9 @@ CELLS = (
     # bumps the epoch, the late copy is fenced)
     CatalogueCell("kafka-17754", "kafka4", subject=("aborted_read", "torn_transaction")),
     CatalogueCell("kafka-17754", "kafka4", client="java:4.4.0", subject=("epoch_bumps",)),
-    # franz-go on Kafka 3.9 (version 1): the workload must not commit a transaction whose
-    # records failed TRANSACTION_ABORTABLE (it did: lost_committed)
-    CatalogueCell(
-        "kafka-17754",
-        "kafka",
-        client="franz-go:v1.22.2",
-        subject=("aborted_read", "torn_transaction"),
-    ),
+    # franz-go on Kafka 3.9 (version 1) runs in make conformance only: on a saturated two-core
+    # machine the late copy missed the next transaction in three of four attempts (clean-clone
+    # runs of 2026-11-28 and -29: aborted_read, torn_transaction and the fatal error all 0)
     # every positive scenario's negative control (issue 32): its fault, its finding
     CatalogueCell("controller-kill-no-idempotence", "kafka", subject=("duplicate",)),
     CatalogueCell(

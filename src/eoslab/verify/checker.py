@@ -28,13 +28,12 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -65,6 +64,7 @@ from eoslab.verify.producer.ledger import build_ledger, by_key, run_rows
 from eoslab.verify.spark_session import (
     build_session,
     default_remote,
+    made_active,
     read_dataset,
     run_settings,
     small_run,
@@ -124,18 +124,27 @@ def _examples(spark: SparkSession, path: Path) -> list[dict[str, Any]]:
     return [row.asDict() for row in rows.collect()]
 
 
-Cache = Callable[[DataFrame], DataFrame]
+def snapshot(frame: DataFrame) -> DataFrame:
+    """``frame`` computed once, now, and held by Spark with its plan cut
+    (``localCheckpoint``): every table, count and expectation built on it reads the same rows
+    (the log as of this moment, though the topic grows) and Spark plans them over a leaf, not
+    over the whole lineage again. Cutting the plan is what makes it cheaper than ``persist``,
+    which keeps the lineage: a consumer cell's check took 7-8 s against 12-15 s, Spark's CPU
+    9-12 s against 15-24 s (measured on the same runs, verdicts equal). Released when the
+    frame is (Spark Connect drops its cached relation once the client's frame is collected)."""
+    with made_active(frame.sparkSession):  # Spark Connect binds the result to the active one
+        return frame.localCheckpoint(eager=True)
 
 
 def _consumer_half(
-    spark: SparkSession, run: RunDir, consumption: ConsumptionInfo, ledger: DataFrame, cache: Cache
+    spark: SparkSession, run: RunDir, consumption: ConsumptionInfo, ledger: DataFrame
 ) -> tuple[dict[str, DataFrame], dict[str, DataFrame], dict[str, Any]]:
-    """The consumer half's frames for GX (the consumer ledger and the polls, cached; the
+    """The consumer half's frames for GX (the consumer ledger and the polls, snapshots; the
     commits), its anomaly tables and its figures."""
     commits = read_commits(spark, run)
     committed = committed_offsets(commits)
     processed = read_processed(spark, run)
-    consumer_ledger = cache(
+    consumer_ledger = snapshot(
         build_consumer_ledger(
             ledger,
             processed,
@@ -144,18 +153,18 @@ def _consumer_half(
         )
     )
     figures = metrics.consumption_summary(consumer_ledger, commits, committed, consumption)
-    polls = cache(build_polls(ledger, processed))
+    polls = snapshot(build_polls(ledger, processed))
     tables = consumer_anomalies.derive(consumer_ledger, polls, commits)
     return {"consumer_ledger": consumer_ledger, "polls": polls, "commits": commits}, tables, figures
 
 
 def _transactions(
-    spark: SparkSession, run: RunDir, transactions: TransactionsInfo, cache: Cache
+    spark: SparkSession, run: RunDir, transactions: TransactionsInfo
 ) -> tuple[DataFrame, dict[str, DataFrame], dict[str, Any]]:
-    """The transaction ledger (cached) of the consumer under test's read, its anomaly tables,
+    """The transaction ledger (a snapshot) of the consumer under test's read, its anomaly tables,
     and the transaction figures."""
     ledger_rows = read_transactions(spark, run)
-    txn_ledger = cache(
+    txn_ledger = snapshot(
         build_txn_ledger(ledger_rows, read_reads(spark, run, transactions.isolation))
     )
     in_log = txn_anomalies.aborted_in_log(
@@ -175,12 +184,12 @@ def _transactions(
 
 
 def _copy_stage(
-    spark: SparkSession, run: RunDir, info: RunInfo, copies: DataFrame, cache: Cache
+    spark: SparkSession, run: RunDir, info: RunInfo, copies: DataFrame
 ) -> tuple[DataFrame, dict[str, DataFrame], dict[str, Any]]:
-    """The copy ledger (cached) of the output read read_committed against the input the
+    """The copy ledger (a snapshot) of the output read read_committed against the input the
     read_committed reader saw, its anomaly tables, and the copier figures."""
     assert info.copier is not None
-    copy_ledger = cache(
+    copy_ledger = snapshot(
         build_copy_ledger(
             read_transactions(spark, run),
             read_reads(spark, run, "read_committed"),
@@ -279,106 +288,95 @@ def _check(
 ) -> Verdict:
     shutil.rmtree(run.checker_dir, ignore_errors=True)
     run.anomalies_dir.mkdir(parents=True)
-    cached: list[DataFrame] = []
-
-    def cache(frame: DataFrame) -> DataFrame:
-        cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
-        return frame
-
     phases = Stopwatch()
-    try:
-        with phases("log and ledger"):
-            raw = read_kept(
-                spark, KeptTopic.log(run, info), info, bootstrap=bootstrap, from_topic=from_topic
-            )
-            history = read_history(spark, run.history_dir, info.log_starts())
-            if info.transactions is not None:
-                history = excuse_aborted(history, aborted_records(read_transactions(spark, run)))
-            ledger = cache(build_ledger(classify(raw, info.run_id), history))
-            ledger.count()  # the log as of now: later actions reuse this snapshot
-            copies = (
-                None
-                if info.copier is None
-                else read_kept(
-                    spark,
-                    KeptTopic.copies(run, info),
-                    info,
-                    bootstrap=bootstrap,
-                    from_topic=from_topic,
-                )
-            )
-        with phases("anomalies"):
-            key_ledger = cache(by_key(ledger))
-            tables = {
-                **producer_anomalies.derive(ledger, key_ledger),
-                FOREIGN: producer_anomalies.foreign(ledger),
-            }
-            frames = {"log": ledger, "ledger": run_rows(ledger), "key_ledger": key_ledger}
-            half_figures: dict[str, Any] = {}
-            if info.consumption is not None:
-                consumer_frames, consumer_tables, half_figures["consumption"] = _consumer_half(
-                    spark, run, info.consumption, ledger, cache
-                )
-                frames.update(consumer_frames)
-                tables.update(consumer_tables)
-            if info.transactions is not None:
-                frames["txn_ledger"], txn_tables, half_figures["transactions"] = _transactions(
-                    spark, run, info.transactions, cache
-                )
-                tables.update(txn_tables)
-            if copies is not None:
-                frames["copy_ledger"], copy_tables, half_figures["copier"] = _copy_stage(
-                    spark, run, info, copies, cache
-                )
-                tables.update(copy_tables)
-            counts = count_rows(tables)
-        with phases("anomaly tables"):
-            examples: dict[str, list[dict[str, Any]]] = {}
-            for name, table in tables.items():
-                _write_table(table, run.anomaly_dir(name), counts[name])
-                examples[name] = _examples(spark, run.anomaly_dir(name)) if counts[name] else []
-        with phases("figures"):
-            history_figures = metrics.history_summary(history)
-            figures = {
-                "run_id": info.run_id,
-                "partitions": info.partitions,
-                **metrics.log_summary(ledger),
-                "anomalies": counts,
-                **history_figures,
-                **half_figures,
-            }
-        with phases("gx"):
-            gx_report = suites.validate(
-                frames, run.checker_dir, counts, evaluate_once=not small_run(run.history_rows())
-            )
-        with phases("naive checker"):
-            beside = _naive_beside(run, counts)
-        figures["check_phases_s"] = phases.seconds
-        run.metrics_json.write_text(json.dumps(figures, indent=2) + "\n")
-        observed = {
-            **counts,
-            **errors_observed(history_figures["errors"], info.broker_errors),
-            **fatal_observed(info.fatal_sessions(), expected),
-            EPOCH_BUMPS: info.epoch_bumps,
-            **(
-                {}
-                if info.transactions is None
-                else {HANGING_TRANSACTIONS: len(info.transactions.held_at_end)}
-            ),
-        }
-        verdict = build_verdict(
-            info,
-            checks=judge(expected, observed, examples),
-            gx=gx_report,
-            naive=beside,
-            links=VerdictLinks(
-                anomalies={name: str(run.anomaly_dir(name)) for name in tables},
-                metrics=str(run.metrics_json),
-                data_docs=gx_report.data_docs,
-            ),
+    with phases("log and ledger"):
+        raw = read_kept(
+            spark, KeptTopic.log(run, info), info, bootstrap=bootstrap, from_topic=from_topic
         )
-        run.write_verdict(verdict)
-        return verdict
-    finally:
-        for frame in cached:
-            frame.unpersist()
+        history = read_history(spark, run.history_dir, info.log_starts())
+        if info.transactions is not None:
+            history = excuse_aborted(history, aborted_records(read_transactions(spark, run)))
+        ledger = snapshot(build_ledger(classify(raw, info.run_id), history))
+        copies = (
+            None
+            if info.copier is None
+            else read_kept(
+                spark,
+                KeptTopic.copies(run, info),
+                info,
+                bootstrap=bootstrap,
+                from_topic=from_topic,
+            )
+        )
+    with phases("anomalies"):
+        key_ledger = snapshot(by_key(ledger))
+        tables = {
+            **producer_anomalies.derive(ledger, key_ledger),
+            FOREIGN: producer_anomalies.foreign(ledger),
+        }
+        frames = {"log": ledger, "ledger": run_rows(ledger), "key_ledger": key_ledger}
+        half_figures: dict[str, Any] = {}
+        if info.consumption is not None:
+            consumer_frames, consumer_tables, half_figures["consumption"] = _consumer_half(
+                spark, run, info.consumption, ledger
+            )
+            frames.update(consumer_frames)
+            tables.update(consumer_tables)
+        if info.transactions is not None:
+            frames["txn_ledger"], txn_tables, half_figures["transactions"] = _transactions(
+                spark, run, info.transactions
+            )
+            tables.update(txn_tables)
+        if copies is not None:
+            frames["copy_ledger"], copy_tables, half_figures["copier"] = _copy_stage(
+                spark, run, info, copies
+            )
+            tables.update(copy_tables)
+        counts = count_rows(tables)
+    with phases("anomaly tables"):
+        examples: dict[str, list[dict[str, Any]]] = {}
+        for name, table in tables.items():
+            _write_table(table, run.anomaly_dir(name), counts[name])
+            examples[name] = _examples(spark, run.anomaly_dir(name)) if counts[name] else []
+    with phases("figures"):
+        history_figures = metrics.history_summary(history)
+        figures = {
+            "run_id": info.run_id,
+            "partitions": info.partitions,
+            **metrics.log_summary(ledger),
+            "anomalies": counts,
+            **history_figures,
+            **half_figures,
+        }
+    with phases("gx"):
+        gx_report = suites.validate(
+            frames, run.checker_dir, counts, evaluate_once=not small_run(run.history_rows())
+        )
+    with phases("naive checker"):
+        beside = _naive_beside(run, counts)
+    figures["check_phases_s"] = phases.seconds
+    run.metrics_json.write_text(json.dumps(figures, indent=2) + "\n")
+    observed = {
+        **counts,
+        **errors_observed(history_figures["errors"], info.broker_errors),
+        **fatal_observed(info.fatal_sessions(), expected),
+        EPOCH_BUMPS: info.epoch_bumps,
+        **(
+            {}
+            if info.transactions is None
+            else {HANGING_TRANSACTIONS: len(info.transactions.held_at_end)}
+        ),
+    }
+    verdict = build_verdict(
+        info,
+        checks=judge(expected, observed, examples),
+        gx=gx_report,
+        naive=beside,
+        links=VerdictLinks(
+            anomalies={name: str(run.anomaly_dir(name)) for name in tables},
+            metrics=str(run.metrics_json),
+            data_docs=gx_report.data_docs,
+        ),
+    )
+    run.write_verdict(verdict)
+    return verdict

@@ -11,7 +11,7 @@ from pyspark.sql import functions as sf
 
 def count_rows(tables: Mapping[str, DataFrame]) -> dict[str, int]:
     """Every table's row count in one Spark job (a job costs a fraction of a second even on a
-    small run, and a check has over a dozen tables); it fills the cache of the persisted ones."""
+    small run, and a check has over a dozen tables)."""
     if not tables:
         return {}
     tagged = [table.select(sf.lit(name).alias("table")) for name, table in tables.items()]

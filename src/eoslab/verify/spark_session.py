@@ -118,6 +118,24 @@ def small_run(records: int) -> bool:
 
 
 @contextmanager
+def made_active(session: SparkSession) -> Iterator[None]:
+    """``session`` the active one for as long as this lasts: pyspark binds to the active
+    session what it makes without being told which (GX's queries; a checkpointed frame of
+    Spark Connect, whose cached relation only its own session holds). A classic session is the
+    JVM's one and active already; pyspark has no public setter for Spark Connect's."""
+    holder = getattr(type(session), "_active_session", None)  # Spark Connect's, thread-local
+    if holder is None:
+        yield
+        return
+    before = getattr(holder, "session", None)
+    holder.session = session
+    try:
+        yield
+    finally:
+        holder.session = before
+
+
+@contextmanager
 def run_settings(spark: SparkSession, records: int) -> Iterator[None]:
     """The session's settings for checking a run of ``records`` sends (small runs get
     :data:`SMALL_RUN_CONF`), put back afterwards: a session may check many runs."""

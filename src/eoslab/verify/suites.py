@@ -53,6 +53,7 @@ from pyspark.sql import DataFrame
 from eoslab.rundir import ExpectationOutcome, GxOutcome, SuiteOutcome
 from eoslab.settings import project_root
 from eoslab.verify.counting import count_rows
+from eoslab.verify.spark_session import made_active
 
 SUITE_NAMES = ("exactly_once", "partition_order", "key_order", "log_integrity")
 CONSUMER_SUITE_NAMES = ("consumer_exactly_once", "consumer_polls", "committed_offsets")
@@ -222,7 +223,10 @@ def validate(
             copied="copy_ledger" in frames,
         )
     )
-    with _gx_queries_on(next(iter(frames.values())).sparkSession):
+    # GX points ``tmp_view`` at an asset in the asset's own session, then runs the query on its
+    # execution engine's session, the process's active one: with two sessions in a process
+    # (a caller's and the one `eoslab verify` makes, say) it read another run's ledger.
+    with made_active(next(iter(frames.values())).sparkSession):
         context = gx.get_context(mode="file", project_root_dir=str(checker_dir))
         context.variables.progress_bars = ProgressBarsConfig(globally=False)
         context.variables.save()
@@ -287,25 +291,6 @@ def validate(
         expectations=outcomes,
         data_docs=_data_docs_index(context),
     )
-
-
-@contextmanager
-def _gx_queries_on(session: Any) -> Iterator[None]:
-    """GX points ``tmp_view`` at an asset in the asset's own session, then runs the query on its
-    execution engine's session: the process's active one (``builder.getOrCreate()``). With two
-    Spark Connect sessions in one process (a caller's and the one `eoslab verify` makes, say)
-    the query read the other session's ``tmp_view``: another run's ledger. The frames' session
-    is the active one while GX validates (pyspark has no public setter for it)."""
-    holder = getattr(type(session), "_active_session", None)  # Spark Connect's, thread-local
-    if holder is None:  # a classic session: one per JVM, the active one already
-        yield
-        return
-    before = getattr(holder, "session", None)
-    holder.session = session
-    try:
-        yield
-    finally:
-        holder.session = before
 
 
 def _data_docs_index(context: Any) -> str | None:

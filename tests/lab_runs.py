@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow.dataset as ds
+
+from eoslab.rundir import RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.catalogue import find_scenario
 from eoslab.scenarios.executor import RunResult, execute
@@ -26,3 +29,12 @@ def execute_on(
         show_progress=False,
         **options,
     )
+
+
+def unwatermarked(run: RunDir) -> list[dict[str, Any]]:
+    """The run's processings whose client did not tell their partition's high watermark, or told
+    one not past the record (the ``watermark_regression`` check would pass them blind)."""
+    rows = ds.dataset(run.processed_dir).to_table(columns=["partition", "offset", "watermark"])
+    listed = rows.to_pylist()
+    assert listed, "no processing journaled"
+    return [r for r in listed if r["watermark"] is None or r["watermark"] <= r["offset"]]

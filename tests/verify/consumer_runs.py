@@ -52,6 +52,8 @@ class Processing:
     """None: whatever the handler of the run's mode does with it."""
     journaled: bool
     """False: the effect landed, its ledger row did not (killed in between)."""
+    watermark: int | None = None
+    """The high watermark the consumer's client was told (None: not told)."""
 
 
 @dataclass(frozen=True)
@@ -78,10 +80,13 @@ class PlantedConsumption:
         effect: Effect | None = Effect.APPLIED,
         *,
         journaled: bool = True,
+        watermark: int | None = None,
     ) -> None:
         if message is None:
             effect = Effect.FOREIGN
-        self.steps.append(Processing(member, partition, offset, message, effect, journaled))
+        self.steps.append(
+            Processing(member, partition, offset, message, effect, journaled, watermark)
+        )
 
     def commit(self, member: Member, partition: int, offset: int, error: str | None = None) -> None:
         self.steps.append(Commit(member, partition, offset, error))
@@ -131,6 +136,7 @@ class PlantedConsumption:
                                 "effect": effect.value,
                                 "apply_order": apply_order,
                                 "processed_ms": at_ms,
+                                "watermark": step.watermark,
                             }
                         )
                     numbers[member.session] += 1

@@ -79,9 +79,9 @@ def plant(root: Path, bootstrap: str) -> tuple[PlantedRun, PlantedConsumption, M
         message = messages.get((partition, offset))
         consumption.process(member, partition, offset, message, **how)  # type: ignore[arg-type]
 
-    # c1 applies p0 0-2 and commits 3
+    # c1 applies p0 0-2 and commits 3 (its client told p0's high watermark: 8)
     for offset in range(3):
-        process(c1, 0, offset)
+        process(c1, 0, offset, watermark=8)
     consumption.commit(c1, 0, 3)
     # c1 skips p1 2 and the foreign record at p1 4, commits 6 (a commit of 7 fails): both are
     # unprocessed; p1 6 (b:5) is not, nothing committed past it
@@ -91,23 +91,25 @@ def plant(root: Path, bootstrap: str) -> tuple[PlantedRun, PlantedConsumption, M
     consumption.commit(c1, 1, 7, error="ILLEGAL_GENERATION")
     # p2: c2 applies c:3 before the zombie c1 applies c:2 (effect_reorder); d:1's effect lands
     # without its ledger row (killed in between): not unprocessed
-    process(c1, 2, 0)
+    # (c1 was told p2's high watermark 6, c2 one of 5 after it: two readers, no regression)
+    process(c1, 2, 0, watermark=6)
     process(c1, 2, 1)
-    process(c2, 2, 3)
-    process(c1, 2, 2)
-    process(c2, 2, 4)
+    process(c2, 2, 3, watermark=5)
+    process(c1, 2, 2, watermark=6)
+    process(c2, 2, 4, watermark=5)
     process(c2, 2, 5, journaled=False)
     consumption.commit(c2, 2, 6)
     # c2 takes p0 over from 1: a:1 is redelivered and skipped (no effect), a:2 is redelivered
     # and applied again (effect_duplicate); both copies of a:5 are applied (effect_duplicate)
-    process(c2, 0, 1, effect=Effect.DUPLICATE)
+    process(c2, 0, 1, effect=Effect.DUPLICATE, watermark=7)
     for offset in range(2, 8):
-        process(c2, 0, offset)
+        process(c2, 0, offset, watermark=8)
     consumption.commit(c2, 0, 8)
     # what the consumers saw: c1 jumped over p1 2 and p1 4 in generation 1 (two poll skips);
     # c2 goes back to the foreign record at p0 5 in its generation (a nonmonotonic poll, a
-    # redelivery) and commits 6 after its 8 (an offset regression)
-    process(c2, 0, 5)
+    # redelivery), told p0's high watermark 7 after 8 (a watermark regression), and commits 6
+    # after its 8 (an offset regression)
+    process(c2, 0, 5, watermark=7)
     consumption.commit(c2, 0, 6)
     return run, consumption, c1, c2
 
@@ -143,6 +145,10 @@ def test_each_consumer_anomaly_is_found_exactly_where_it_was_planted(planted: Pl
     assert located(
         run, "nonmonotonic_poll", "partition", "offset", "previous_offset", "consumer_session"
     ) == [(0, 5, 7, c2)]
+    assert located(
+        run, "watermark_regression", "partition", "offset", "watermark", "highest_before", "n"
+    ) == [(0, 5, 7, 8, 10)]
+    assert [r[0] for r in located(run, "watermark_regression", "consumer_session")] == [c2]
     assert located(
         run, "offset_regression", "partition", "offset", "previous_offset", "consumer_session"
     ) == [(0, 6, 8, c2)]
@@ -198,6 +204,7 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
         "effect_lost": 0,
         "poll_skip": 2,
         "nonmonotonic_poll": 1,
+        "watermark_regression": 1,
         "offset_regression": 1,
         "inconsistent_offset": 0,
     }
@@ -233,7 +240,7 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
     verdict = run.read_verdict()
     assert verdict.conforms, verdict.mismatches
     checks = {check.name: check for check in verdict.checks}
-    assert [checks[name].observed for name in CONSUMER_ANOMALIES] == [2, 3, 2, 1, 0, 2, 1, 1, 0]
+    assert [checks[name].observed for name in CONSUMER_ANOMALIES] == [2, 3, 2, 1, 0, 2, 1, 1, 1, 0]
     assert checks["effect_duplicate"].examples[0]["offset"] == 2
     consumer_suite = [e for e in verdict.gx.expectations if e.suite == "consumer_exactly_once"]
     assert {(e.anomalies[0], e.success) for e in consumer_suite} == {
@@ -250,6 +257,7 @@ def test_consumer_figures_and_verdict(planted: Planted) -> None:
     ] == [
         ("consumer_polls", ["poll_skip"], False),
         ("consumer_polls", ["nonmonotonic_poll"], False),
+        ("consumer_polls", ["watermark_regression"], False),
         ("consumer_polls", ["inconsistent_offset"], True),
         ("committed_offsets", ["offset_regression"], False),
     ]
@@ -277,6 +285,7 @@ def test_every_consumer_check_fails_when_its_planted_anomaly_is_expected_absent(
         ("effect_reorder", "0", 1),
         ("poll_skip", "0", 2),
         ("nonmonotonic_poll", "0", 1),
+        ("watermark_regression", "0", 1),
         ("offset_regression", "0", 1),
     ]
     assert all(m.examples for m in verdict.mismatches)

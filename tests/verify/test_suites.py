@@ -207,6 +207,7 @@ def consumer_frames(
                 "applied",
                 o + 1,
                 100 + o,
+                2,
             )
             for o in (0, 1)
         ],

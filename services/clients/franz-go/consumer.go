@@ -293,18 +293,22 @@ func (c *consumer) consume(max int, timeout time.Duration) (any, *failure) {
 		event("error", map[string]any{"handle": c.handle, "error": f.object()})
 	})
 	items := []any{}
-	fetches.EachRecord(func(r *kgo.Record) {
-		where := tp{r.Topic, r.Partition}
-		c.position[where] = r.Offset + 1
-		delete(c.atEnd, where) // the position moved: its end is to be reached again
-		if r.Attrs.IsControl() {
-			return
+	// "hw": the partition's high watermark as the fetch that brought its records said
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		for _, r := range p.Records {
+			where := tp{r.Topic, r.Partition}
+			c.position[where] = r.Offset + 1
+			delete(c.atEnd, where) // the position moved: its end is to be reached again
+			if r.Attrs.IsControl() {
+				continue
+			}
+			c.handedOut[where] = r.Offset + 1
+			items = append(items, map[string]any{
+				"t": r.Topic, "p": r.Partition, "o": r.Offset,
+				"k": latin1(r.Key), "v": latin1(r.Value), "ts": r.Timestamp.UnixMilli(),
+				"hw": p.HighWatermark,
+			})
 		}
-		c.handedOut[where] = r.Offset + 1
-		items = append(items, map[string]any{
-			"t": r.Topic, "p": r.Partition, "o": r.Offset,
-			"k": latin1(r.Key), "v": latin1(r.Value), "ts": r.Timestamp.UnixMilli(),
-		})
 	})
 	if c.eof && len(items) == 0 {
 		items = append(items, c.reachedEnds(max)...)

@@ -92,11 +92,15 @@ PROCESSED_SCHEMA = pa.schema(
         pa.field("effect", pa.string(), nullable=False),
         pa.field("apply_order", pa.int64()),
         pa.field("processed_ms", pa.int64(), nullable=False),
+        pa.field("watermark", pa.int64()),
     ]
 )
 """The processed records: the message columns (``message_id`` .. ``key_seq``, from the value)
 are null for a ``foreign`` record; ``apply_order`` (the sink's ``effects.apply_order``) is null
-unless ``applied``; ``processed_ms`` is when the sink's transaction ended."""
+unless ``applied``; ``processed_ms`` is when the sink's transaction ended; ``watermark`` is the
+end of the partition as the consumer's client last learned it from a fetch when the record was
+handed out (the high watermark; the last stable offset under read_committed), null where the
+client did not say."""
 
 COMMITS_SCHEMA = pa.schema(
     [

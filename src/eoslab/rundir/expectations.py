@@ -35,6 +35,7 @@ ConsumerAnomaly = Literal[
     "effect_lost",
     "poll_skip",
     "nonmonotonic_poll",
+    "watermark_regression",
     "offset_regression",
     "inconsistent_offset",
 ]
@@ -46,6 +47,8 @@ the sink (e.g. skipped by the idempotent handler's guard as older than what its 
 And what each consumer saw, as Jepsen's Kafka checker judges it: within one member's assignment
 epoch (a consumer session in one generation), a partition's processed offsets that jump over
 records of the log (``poll_skip``) or go back (``nonmonotonic_poll``: no rebalance between);
+a partition's high watermark, as one consumer's fetches told it, going below what they told it
+before (``watermark_regression``);
 a group's committed offset for a partition that moves backwards (``offset_regression``); a
 partition's offset found holding two different records of the run, by two processings or by a
 processing and the log (``inconsistent_offset``, Jepsen's inconsistent offsets)."""

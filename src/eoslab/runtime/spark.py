@@ -25,6 +25,7 @@ DEFAULT_MASTER = "local[2]"
 SHUFFLE_PARTITIONS = 16
 DRIVER_MEMORY = "4g"
 """Local mode runs the executors inside the driver: millions of records are cached there."""
+CLEANER_GC_INTERVAL = "5min"
 APP_NAME = "eoslab-verify"
 CONNECT_APP_NAME = "eoslab-spark-connect"
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -119,9 +120,13 @@ def spark_submit(
 
 def connect_server_command(port: int, local_dir: Path, master: str = DEFAULT_MASTER) -> list[str]:
     """The lab's Spark Connect server: a driver on ``master`` with the checker's connectors,
-    serving gRPC on loopback only, its shuffle and spill files in ``local_dir`` (the lab's)."""
+    serving gRPC on loopback only, its shuffle and spill files in ``local_dir`` (the lab's).
+    A check's snapshots (``localCheckpoint``) outlive its client's release of them until the
+    driver's garbage collector lets Spark's cleaner see them go: a server that lives for days
+    collects every :data:`CLEANER_GC_INTERVAL` rather than Spark's 30 minutes."""
     conf = {
         **SESSION_CONF,
+        "spark.cleaner.periodicGC.interval": CLEANER_GC_INTERVAL,
         "spark.local.dir": str(local_dir),
         "spark.connect.grpc.binding.address": HOST,
         "spark.connect.grpc.binding.port": str(port),

@@ -41,6 +41,14 @@ judges the same of its polls). An *assignment epoch* is one consumer session in 
   went back without a rebalance (a new generation restarts from the committed offset, and is
   another epoch).
 
+And per consumer session and partition, whatever the generation: ``watermark_regression``, a
+processing whose high watermark (the end of the partition as the session's client last learned
+it from a fetch, journaled with every record it handed out: librdkafka's cached watermark,
+franz-go's fetch partition's, the Java client's position plus its current lag — its last stable
+offset under read_committed) is below the highest one the session was told before: the
+partition's committed end went backwards for a reader (a leader that became one knowing less
+than the one before it, a truncation). Processings whose client did not say are left out.
+
 And what the consumers and the checker found at one place of the log:
 ``inconsistent_offset`` (Jepsen's inconsistent offsets): a partition's offset that was found
 holding two different records of the run — by two processings, or by a processing and the log
@@ -191,6 +199,23 @@ def nonmonotonic_polls(polled: DataFrame) -> DataFrame:
     return polled.where(sf.col("offset") <= sf.col("previous_offset")).select(*POLL)
 
 
+def watermark_regressions(polls: DataFrame) -> DataFrame:
+    """Processings whose high watermark is below the highest one their session was told
+    before for the partition (one row each, with that highest one). A session's generations
+    rise with its processings: ordered by (generation, n), as the polls lie, the window is
+    processing order without a sort."""
+    before = (
+        Window.partitionBy("partition", "consumer_session")
+        .orderBy("generation", "n")
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    return (
+        polls.select("*", sf.max("watermark").over(before).alias("highest_before"))
+        .where(sf.col("watermark") < sf.col("highest_before"))
+        .select(*LOCATION, "message_id", "watermark", "highest_before", *POLL[-4:])
+    )
+
+
 def inconsistent_offsets(polls: DataFrame) -> DataFrame:
     """Places found holding more than one record of the run, one row each, with the messages
     its processings found there and who processed them (the polls are clustered by Kafka
@@ -246,6 +271,7 @@ def derive(
         "effect_lost": effect_lost(consumer_ledger),
         "poll_skip": poll_skips(polled),
         "nonmonotonic_poll": nonmonotonic_polls(polled),
+        "watermark_regression": watermark_regressions(polls),
         "offset_regression": offset_regressions(commits),
         "inconsistent_offset": inconsistent_offsets(polls),
     }

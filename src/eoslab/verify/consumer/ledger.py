@@ -209,10 +209,12 @@ POLL_COLUMNS = (
     "consumer_session",
     "generation",
     "n",
+    "watermark",
     *_LOG_AROUND,
 )
 """The polls' columns: a processing (who processed which record, in which epoch, its number
-among its session's processings) and the log around its offset: ``before``, the records of its
+among its session's processings, the high watermark its client's fetches last told) and the log
+around its offset: ``before``, the records of its
 partition below its offset; ``through``, those at or below it; ``identities``, how many
 different records of the run (by the identity their values give) its place was found holding,
 by the log (the checker's read) and by every processing of it: more than one is an
@@ -226,6 +228,7 @@ _PROCESSING_COLUMNS = (
     "consumer_session",
     "generation",
     "n",
+    "watermark",
 )
 """A processing's columns beside its place (partition, offset)."""
 

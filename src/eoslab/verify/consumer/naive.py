@@ -45,6 +45,8 @@ class Processing:
     """(consumer session, generation): the member's assignment epoch it was processed in."""
     n: int
     """Its number among its session's processings (processing order)."""
+    watermark: int | None = None
+    """The partition's high watermark its client's fetches last told (None: not told)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ def read_processings(run: RunDir) -> list[Processing]:
             r["effect"],
             (r["consumer_session"], r["generation"]),
             r["n"],
+            r["watermark"],
         )
         for r in rows
     ]
@@ -154,6 +157,7 @@ def count_consumer_anomalies(
         "effect_reorder": _effect_reorders(of_message),
         "effect_lost": len(processed_messages - of_message.keys()),
         **_poll_anomalies(processings, {place for place, _ in records}),
+        "watermark_regression": _watermark_regressions(processings),
         "offset_regression": _offset_regressions(commits),
         "inconsistent_offset": _inconsistent_offsets(records, processings),
     }
@@ -189,6 +193,25 @@ def _poll_anomalies(processings: Iterable[Processing], in_log: set[Place]) -> di
     return {"poll_skip": skips, "nonmonotonic_poll": backs}
 
 
+def _watermark_regressions(processings: Iterable[Processing]) -> int:
+    """Per consumer session and partition, in processing order: processings whose high
+    watermark is below the highest one told before (those without one left out)."""
+    told: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
+    for p in processings:
+        if p.watermark is not None:
+            told[(p.epoch[0], p.place[0])].append((p.n, p.watermark))
+    return sum(_below_highest(watermark for _, watermark in sorted(w)) for w in told.values())
+
+
+def _below_highest(values: Iterable[int]) -> int:
+    """How many of ``values``, in their order, are below the highest one before them."""
+    below, highest = 0, -1
+    for value in values:
+        below += value < highest
+        highest = max(highest, value)
+    return below
+
+
 def _offset_regressions(commits: Iterable[Commit]) -> int:
     """Successful commits of a partition below the one before them, in commit order."""
     by_partition: dict[int, list[Commit]] = defaultdict(list)
@@ -208,10 +231,4 @@ def _effect_reorders(of_message: Mapping[Identity, list[SinkEffect]]) -> int:
     for (session, key, key_seq), copies in of_message.items():
         first = min(copies, key=lambda e: (e.place, e.apply_order))
         firsts[(session, key)].append((first.apply_order, key_seq))
-    reorders = 0
-    for stream in firsts.values():
-        highest = -1
-        for _, key_seq in sorted(stream):
-            reorders += key_seq < highest
-            highest = max(highest, key_seq)
-    return reorders
+    return sum(_below_highest(key_seq for _, key_seq in sorted(s)) for s in firsts.values())

@@ -115,6 +115,9 @@ class ConsumerSession:
         self.since_commit = 0
         self.received: dict[int, int] = {}
         """Partition -> past the last record ``consume`` handed out (what auto-commit commits)."""
+        self.watermarks: dict[int, int | None] = {}
+        """Partition -> its high watermark as the client's fetches last said (journaled with
+        each record processed: the ``watermark_regression`` check's)."""
         self.committed: dict[int, int] = {}
         self.assignment: set[int] = set()
         self.member = NO_MEMBERSHIP
@@ -170,6 +173,7 @@ class ConsumerSession:
             for record in records:
                 partition, offset = where(record)
                 self.received[partition] = offset + 1
+            self._learn_watermarks(records)
             moved: int | None = None
             for record in records:
                 if where(record)[0] == moved:
@@ -181,6 +185,14 @@ class ConsumerSession:
                     self._commit(CommitTrigger.EVERY)
                 self._maybe_progress()
         self._finish()
+
+    def _learn_watermarks(self, records: list[Message]) -> None:
+        """Each partition's high watermark as the client's fetches last said, for the records
+        just handed out (librdkafka's cached watermark: no request; unknown stays None)."""
+        for partition in {where(record)[0] for record in records}:
+            here = TopicPartition(self.spec.topic, partition)
+            _, high = self.consumer.get_watermark_offsets(here, cached=True)
+            self.watermarks[partition] = high if high >= 0 else None
 
     def _ok(self, record: Message) -> bool:
         error = record.error()
@@ -226,6 +238,7 @@ class ConsumerSession:
                 "effect": effect.value,
                 "apply_order": apply_order,
                 "processed_ms": now_ms(),
+                "watermark": self.watermarks.get(partition),
             }
         )
         self.counts[effect] += 1

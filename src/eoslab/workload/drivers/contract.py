@@ -34,8 +34,12 @@ Commands (``op``; those with an ``id`` are answered by a reply with ``re`` = tha
     {"op": "subscribe", "id", "handle", "topics": [...]}
     {"op": "assign", "id", "handle", "partitions": [[topic, partition, offset], ...]}
     {"op": "consume", "id", "handle", "max": N, "timeout_ms"}
-                                                -> [{"t", "p", "o", "k", "v", "ts"} | {"t", "p",
-                                                   "o", "eof": true}, ...] (at most N records)
+                                                -> [{"t", "p", "o", "k", "v", "ts", "hw"} |
+                                                   {"t", "p", "o", "eof": true}, ...] (at most
+                                                   N records; "hw": the partition's end as the
+                                                   client last learned it from a fetch, the
+                                                   high watermark, the last stable offset under
+                                                   read_committed; absent if it cannot tell)
     {"op": "commit", "id", "handle", "offsets": [[topic, partition, offset], ...]}
                                                 -> [[topic, partition, offset, error | null]]
     {"op": "committed", "id", "handle", "partitions": [[topic, partition]], "timeout_ms"}
@@ -45,7 +49,9 @@ Commands (``op``; those with an ``id`` are answered by a reply with ``re`` = tha
     {"op": "watermarks", "id", "handle", "position": [topic, partition], "timeout_ms"}
                                                 -> [low, high] (high as the isolation level
                                                    sees it: the last stable offset under
-                                                   read_committed)
+                                                   read_committed), asked of the cluster; the
+                                                   host answers a cached ask (librdkafka's
+                                                   cached=True) from the last "hw" itself
     {"op": "group_metadata", "id", "handle"}    -> {"id": snapshot id, "generation", "member_id"}
     {"op": "close_consumer", "id", "handle", "timeout_ms"}
     {"op": "resume"}                            ends a rebalance callback (below)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, Message, TopicPartition
 
 from eoslab.clients import ClientLaunch
 from eoslab.workload.drivers.contract import Line, latin1, raw
@@ -401,6 +401,8 @@ class RemoteConsumer:
         native, _ = translate(config)
         self.handle = driver.new_handle("c")
         self._callbacks: dict[str, Rebalance | None] = {}
+        self._ends: dict[tuple[str, int], int] = {}
+        """Each partition's end as the client's last fetch of it said (the items' "hw")."""
         driver.listen(self.handle, self._on_event, self._rebalanced)
         driver.call(
             {
@@ -441,6 +443,9 @@ class RemoteConsumer:
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
         items = self._call("consume", max=num_messages, timeout_ms=_seconds_ms(timeout, 1.0))
         self._driver.serve(0)
+        for item in items:
+            if "hw" in item:
+                self._ends[item["t"], int(item["p"])] = int(item["hw"])
         return [_message(item) for item in items]
 
     def poll(self, timeout: float | None = None) -> Message | None:
@@ -487,6 +492,12 @@ class RemoteConsumer:
     def get_watermark_offsets(
         self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
     ) -> tuple[int, int]:
+        """Asked of the cluster; ``cached``: the end the client's last fetch of the partition
+        said, without a call (as librdkafka's: its low offset unknown here)."""
+        if cached:
+            return OFFSET_INVALID, self._ends.get(
+                (partition.topic, partition.partition), OFFSET_INVALID
+            )
         low, high = self._call(
             "watermarks",
             position=[partition.topic, partition.partition],

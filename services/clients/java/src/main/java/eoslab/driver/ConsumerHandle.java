@@ -3,6 +3,7 @@ package eoslab.driver;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -12,6 +13,7 @@ import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
@@ -30,6 +32,10 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * position reached its end offset (the last stable offset under read_committed) gives one
  * end-of-partition item each time it gets there, as librdkafka's enable.partition.eof: the Java
  * client has no such event, so the handle asks for the end offsets when a poll came back empty.
+ * Each record goes with its partition's end as the client's fetches last said ({@code hw}): the
+ * position after the poll plus {@code currentLag}, the high watermark (the last stable offset
+ * under read_committed, the only end the Java client tells); a client without {@code
+ * currentLag} (before 3.0) tells none.
  */
 final class ConsumerHandle {
   private static final long END_CHECK_INTERVAL_MS = 200;
@@ -42,6 +48,8 @@ final class ConsumerHandle {
   private final Set<TopicPartition> atEnd = new HashSet<>();
   private final ArrayDeque<ObjectNode> ends = new ArrayDeque<>();
   private final Driver driver;
+  private final Map<TopicPartition, Long> fetchedEnds = new HashMap<>();
+  private final Method currentLag = lagMethod();
   private long lastEndCheck;
 
   ConsumerHandle(String handle, Properties config, boolean eof, Driver driver) {
@@ -106,6 +114,7 @@ final class ConsumerHandle {
       for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(timeoutMs))) {
         buffered.add(record);
       }
+      learnEnds();
     }
     while (items.size() < max && !buffered.isEmpty()) {
       ConsumerRecord<byte[], byte[]> record = buffered.poll();
@@ -118,6 +127,10 @@ final class ConsumerHandle {
       item.put("k", Wire.text(record.key()));
       item.put("v", Wire.text(record.value()));
       item.put("ts", record.timestamp());
+      Long end = fetchedEnds.get(where);
+      if (end != null) {
+        item.put("hw", end);
+      }
     }
     if (eof && items.isEmpty() && ends.isEmpty()) {
       reachedEnds();
@@ -126,6 +139,35 @@ final class ConsumerHandle {
       items.add(ends.poll());
     }
     return items;
+  }
+
+  private static Method lagMethod() {
+    try {
+      return KafkaConsumer.class.getMethod("currentLag", TopicPartition.class);
+    } catch (NoSuchMethodException absent) {
+      return null;
+    }
+  }
+
+  /** The end of each partition with records just polled, as the client's last fetch said. */
+  private void learnEnds() {
+    if (currentLag == null) {
+      return;
+    }
+    Set<TopicPartition> polled = new HashSet<>();
+    for (ConsumerRecord<byte[], byte[]> record : buffered) {
+      polled.add(new TopicPartition(record.topic(), record.partition()));
+    }
+    for (TopicPartition where : polled) {
+      try {
+        OptionalLong lag = (OptionalLong) currentLag.invoke(consumer, where);
+        if (lag.isPresent()) {
+          fetchedEnds.put(where, consumer.position(where, CALL) + lag.getAsLong());
+        }
+      } catch (ReflectiveOperationException | RuntimeException unknown) {
+        fetchedEnds.remove(where);
+      }
+    }
   }
 
   /** Partitions whose end the position reached, each an end-of-partition item once. */

@@ -19,6 +19,7 @@ import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -111,10 +112,11 @@ final class ConsumerHandle {
   ArrayNode consume(int max, long timeoutMs) {
     ArrayNode items = Wire.array();
     if (buffered.isEmpty()) {
-      for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(timeoutMs))) {
+      ConsumerRecords<byte[], byte[]> polled = consumer.poll(Duration.ofMillis(timeoutMs));
+      for (ConsumerRecord<byte[], byte[]> record : polled) {
         buffered.add(record);
       }
-      learnEnds();
+      learnEnds(polled.partitions());
     }
     while (items.size() < max && !buffered.isEmpty()) {
       ConsumerRecord<byte[], byte[]> record = buffered.poll();
@@ -150,13 +152,9 @@ final class ConsumerHandle {
   }
 
   /** The end of each partition with records just polled, as the client's last fetch said. */
-  private void learnEnds() {
+  private void learnEnds(Set<TopicPartition> polled) {
     if (currentLag == null) {
       return;
-    }
-    Set<TopicPartition> polled = new HashSet<>();
-    for (ConsumerRecord<byte[], byte[]> record : buffered) {
-      polled.add(new TopicPartition(record.topic(), record.partition()));
     }
     for (TopicPartition where : polled) {
       try {

@@ -1,11 +1,15 @@
 """eos_nightly: the scenario matrix x targets, every night, then the matrix report.
 
 plan the cells (the params: the "default" matrix, the "full" catalogue, or chosen scenarios
-and targets) → for each cell, mapped: lab health → workload ∥ nemesis → the checker's Spark
-job → GX results → verdict → the run's report; then every probe flow on every target (param
-probe_diffs) → the matrix report with the probe diffs (reports/nightly/<time>/ and the trend
-in reports/index.html) → red unless every cell ran and conforms and every flow answered as
-Kafka.
+and targets) → a lane per target (the task groups ``lane_kafka``, ``lane_kafka4``,
+``lane_refbroker``), side by side: for each of the target's cells, mapped: lab health and
+workload ∥ nemesis → the checker's Spark job → the verdict, the run's report, GX results. A
+lane's runs take turns (its pool, ``eoslab_lane_<target>``, has one slot; a lock on the target
+holds any other DAG's run back too), the other lanes' runs play meanwhile, and each check
+starts on the warm Spark as its run ends, beside the runs and the other checks. Then every
+probe flow on every target (param probe_diffs) → the matrix report with the probe diffs
+(reports/nightly/<time>/ and the trend in reports/index.html) → red unless every cell ran and
+conforms and every flow answered as Kafka.
 
 A dead broker fails the cell's health check within seconds (retried once after 30 s), and
 every task has an execution_timeout: the night ends red with a log that says why, never hangs.
@@ -15,12 +19,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow.sdk import DAG, Param, task_group
+from airflow.sdk import DAG, Param, TaskGroup, XComArg, task_group
 
 from eoslab.orchestration import tasks
 from eoslab.orchestration.matrix import DEFAULT_RECORDS, MATRICES
 from eoslab.probe.every_flow import ALL_FLOWS
 from eoslab.rundir import HANDLER_MODES, LAB_TARGETS
+from eoslab.runtime.airflow import lane_pool
 from eoslab.scenarios.catalogue import catalogue
 
 with DAG(
@@ -28,7 +33,7 @@ with DAG(
     schedule="@daily",  # midnight UTC; no start_date: the first run is the next midnight, not
     catchup=False,  # one fired the moment the lab comes up
     max_active_runs=1,
-    max_active_tasks=1,  # one lab: cells run one after the other
+    max_active_tasks=2 * len(LAB_TARGETS),  # a run and a check per lane at most
     default_args={"retries": 1, "retry_delay": timedelta(seconds=30)},
     render_template_as_native_obj=True,
     dagrun_timeout=timedelta(hours=6),
@@ -75,32 +80,45 @@ with DAG(
     },
 ) as dag:
 
-    @task_group
-    def cell(
-        *,
-        scenario: str,
-        target: str,
-        records: int | None,
-        mode: str | None,
-        client: str | None,
-        group_protocol: str,
-        runs_dir: str,
-    ) -> None:
-        run_dir = tasks.run_scenario(
-            scenario=scenario,
-            target=target,
-            records=records,
-            mode=mode,
-            client=client,
-            group_protocol=group_protocol,
-            runs_dir=runs_dir,
-        )
-        checked = tasks.spark_checker(run_dir)
-        tasks.lab_health(target) >> run_dir
-        checked >> tasks.gx_validation(run_dir) >> tasks.verdict(run_dir) >> tasks.report(run_dir)
+    def lane(lane_target: str) -> tuple[XComArg, TaskGroup]:
+        """The target's lane: its cells planned, then each of them, their runs in the lane's
+        pool (one at a time); returns the lane's cells and the lane."""
+        with TaskGroup(group_id=f"lane_{lane_target}") as group:
+            cells = tasks.plan_cells(
+                request="{{ params }}", night="{{ ts_nodash }}", target=lane_target
+            )
 
-    planned = tasks.plan_cells(request="{{ params }}", night="{{ ts_nodash }}")
+            @task_group
+            def cell(
+                *,
+                scenario: str,
+                target: str,
+                records: int | None,
+                mode: str | None,
+                client: str | None,
+                group_protocol: str,
+                runs_dir: str,
+            ) -> None:
+                run_dir = tasks.run_scenario.override(pool=lane_pool(lane_target))(
+                    scenario=scenario,
+                    target=target,
+                    records=records,
+                    mode=mode,
+                    client=client,
+                    group_protocol=group_protocol,
+                    runs_dir=runs_dir,
+                )
+                tasks.spark_checker(run_dir) >> tasks.publish(run_dir)
+
+            cell.expand_kwargs(cells)
+        return cells, group
+
     probes = tasks.probe_diffs(request="{{ params }}", night="{{ ts_nodash }}")
     summary = tasks.nightly_report(night="{{ ts_nodash }}")
-    cell.expand_kwargs(planned) >> probes >> summary
+    planned = []
+    for target in LAB_TARGETS:
+        cells, group = lane(target)
+        group >> probes
+        planned.append(cells)
+    probes >> summary
     tasks.matrix_conforms(summary, planned)

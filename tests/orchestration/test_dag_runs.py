@@ -123,7 +123,8 @@ def test_nightly_dag_reports_the_negative_control_as_conforming_because_found(
 def test_a_lab_that_is_down_turns_the_health_task_red_with_the_fix(
     dag_runner: DagRunner, tmp_path: Path
 ) -> None:
-    """No broker answers: the DAG run fails at once, in lab_health, and says what to do."""
+    """No broker answers: the DAG run fails at once, in run_scenario's health check, and says
+    what to do."""
     env = {
         **dag_runner.env,
         "EOSLAB_LAB_DIR": str(tmp_path / "no-lab"),

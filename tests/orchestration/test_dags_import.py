@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+from eoslab.rundir import LAB_TARGETS
+from eoslab.runtime.airflow import lane_pool
 from eoslab.scenarios.catalogue import catalogue
 
 INSPECT = """
@@ -21,6 +23,7 @@ print(json.dumps({
             "params": {k: bag.dags[dag_id].params.get_param(k).schema for k in dag.params},
             "untimed": [t.task_id for t in dag.tasks if t.execution_timeout is None],
             "tasks": sorted(t.task_id for t in dag.tasks),
+            "pools": {t.task_id: t.pool for t in dag.tasks},
         }
         for dag_id, dag in bag.dags.items()
     },
@@ -51,11 +54,17 @@ def test_dags_import_without_errors_and_bound_every_task(airflow_env: dict[str, 
     assert "integer" in scenario["params"]["records"]["type"]
     assert "integer" in scenario["params"]["seed"]["type"]
     assert "spark_checker" in scenario["tasks"]
-    assert "gx_validation" in scenario["tasks"]
+    assert "publish" in scenario["tasks"]
 
     nightly = found["dags"]["eos_nightly"]
     assert nightly["schedule"] == "@daily"
     assert nightly["catchup"] is False
     assert nightly["params"]["matrix"]["enum"] == ["default", "full"]
-    assert "cell.spark_checker" in nightly["tasks"]
     assert "nightly_report" in nightly["tasks"]
+    # a lane per target: its cells planned, its runs in its one-slot pool, its checks in none
+    for target in LAB_TARGETS:
+        lane = f"lane_{target}"
+        assert {f"{lane}.plan_cells", f"{lane}.cell.spark_checker"} <= set(nightly["tasks"])
+        assert nightly["pools"][f"{lane}.cell.run_scenario"] == lane_pool(target)
+        assert nightly["pools"][f"{lane}.cell.spark_checker"] == "default_pool"
+    assert nightly["pools"]["probe_diffs"] == "default_pool"  # held back by the lanes' locks

@@ -1,19 +1,23 @@
 """`eoslab orchestrate`: run the conformance matrix through Airflow now, and reach the lab's
 Airflow from a shell.
 
-`matrix` is what `make lab` and `make conformance` run: `airflow dags test eos_nightly` in the
-lab's AIRFLOW_HOME, against the running lab, without a scheduler (so no other DAG run shares
-the lab meanwhile). It shows the cells' phases as they pass (Airflow's own output goes to a log
-file), then the matrix, the report's path and where the logs are.
+`matrix` is what `make lab` and `make conformance` run: a run of eos_nightly against the
+running lab, on the lab's Airflow scheduler when the lab runs one (a lane per target, the
+targets' cells side by side: :mod:`~eoslab.orchestration.scheduler`), else `airflow dags test
+eos_nightly` in the lab's AIRFLOW_HOME (one task at a time: one lane). It shows the cells'
+phases as they pass (Airflow's own output goes to a log file), then the matrix, the report's
+path and where the logs are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +30,7 @@ from rich.table import Table
 from eoslab.console import console, count_option, fail, identifier_column, log_tail
 from eoslab.orchestration.matrix import MATRICES, Cell, MatrixError, plan
 from eoslab.orchestration.progress import CellProgress, Phase, watch
+from eoslab.orchestration.scheduler import FINISHED, Scheduler, SchedulerError
 from eoslab.probe.every_flow import ALL_FLOWS
 from eoslab.report.render import exit_code, read_summary
 from eoslab.rundir import LAB_TARGETS
@@ -33,6 +38,8 @@ from eoslab.runtime.airflow import AirflowHome, AirflowSetupError, venv_bin
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import LabConfig
 from eoslab.settings import matrix_clients, reports_root, runs_root
+
+NIGHTLY = "eos_nightly"
 
 app = typer.Typer(
     help="Airflow in the lab: the matrix now, the lab's Airflow environment.", no_args_is_help=True
@@ -78,8 +85,19 @@ def matrix(
             help="Also diff these probe flows on every target (the full matrix diffs them all).",
         ),
     ] = None,
+    lanes: Annotated[
+        bool,
+        typer.Option(
+            help="A lane per target through the lab's Airflow scheduler when the lab runs one, "
+            "else `airflow dags test`: one cell after the other (--no-lanes insists on it, and "
+            "refuses a lab whose scheduler would run its tasks too).",
+        ),
+    ] = True,
     verbose: Annotated[
-        bool, typer.Option("--verbose", "-v", help="Show Airflow's output as it runs.")
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Show Airflow's output as it runs (`airflow dags test`)."
+        ),
     ] = False,
 ) -> None:
     """Run the matrix through Airflow against the running lab; shows each cell's phase, then
@@ -109,17 +127,23 @@ def matrix(
     night = logical.strftime("%Y%m%dT%H%M%S")
     lab_logs = LabConfig().state_dir / "logs"
     log = lab_logs / f"matrix-{night}.log"
-    argv = [
-        str(venv_bin() / "airflow"),
-        *("dags", "test", "eos_nightly", logical.isoformat(), "-c", json.dumps(request)),
-    ]
-    env = {**os.environ, **home.environment()}
     runs_dir = runs_root() / f"nightly-{night}"
-    console.print(f"matrix: {len(cells)} cells through Airflow (eos_nightly {night})")
-    if verbose:
-        returncode = subprocess.run(argv, env=env, check=False).returncode
+    try:
+        scheduler = Scheduler.of_lab(home)
+    except SchedulerError as error:
+        raise fail(error) from error
+    if scheduler is not None and not lanes:
+        raise fail(
+            "--no-lanes: the lab runs Airflow's scheduler, which would run the tasks of `airflow "
+            "dags test` as well; bring the lab up without it for one lane (make lab LANES=0, or "
+            "EOSLAB_WITH_AIRFLOW=0 eoslab lab up)"
+        )
+    how = "a lane per target" if scheduler else "one lane"
+    console.print(f"matrix: {len(cells)} cells through Airflow, {how} (eos_nightly {night})")
+    if scheduler is not None:
+        returncode = _run_scheduled(scheduler, request, logical, log, watched=(cells, runs_dir))
     else:
-        returncode = _run_watching(argv, env, log, cells, runs_dir)
+        returncode = _run_tested(home, request, logical, log, verbose, watched=(cells, runs_dir))
     index = reports_root() / "nightly" / night / "index.html"
     progress = watch(cells, runs_dir)
     if verbose:  # Airflow's output went by: the matrix once more
@@ -143,46 +167,118 @@ def matrix(
         )
     summary = read_summary(index)
     invalid = f", {summary['invalid']} invalid" if summary.get("invalid") else ""
+    # a cell whose run failed before it had a folder is not in the report: counted all the same
+    unrun = len(cells) - summary["cells"]
+    without = f", {unrun} without a run" if unrun > 0 else ""
     console.print(
-        f"{summary['conforming']} of {summary['cells']} cells conform{invalid}. Report: {index}",
+        f"{summary['conforming']} of {len(cells)} cells conform{invalid}{without}. Report: {index}",
         soft_wrap=True,  # a path stays on one line, whatever the width
     )
     if not verbose:
         console.print(logs, highlight=False, soft_wrap=True)
-    if code := exit_code(summary):
+    if code := exit_code(summary) or (1 if unrun > 0 else 0):
         raise typer.Exit(code=code)
 
 
 POLL_S = 1.0
 
 
-def _run_watching(
-    argv: list[str], env: dict[str, str], log: Path, cells: list[Cell], runs_dir: Path
+Watched = tuple[list[Cell], Path]
+"""The cells and the folder of their run directories, whose phases are shown."""
+
+
+def _run_tested(
+    home: AirflowHome,
+    request: dict[str, object],
+    logical: datetime,
+    log: Path,
+    verbose: bool,
+    *,
+    watched: Watched,
 ) -> int:
-    """Run Airflow with its output in ``log``, showing the cells' phases meanwhile: a live
-    table on a terminal, one line per finished cell elsewhere."""
+    """`airflow dags test eos_nightly`: one task at a time, Airflow's output in ``log`` (or
+    on the terminal, ``verbose``); its exit code."""
+    argv = [
+        str(venv_bin() / "airflow"),
+        *("dags", "test", NIGHTLY, logical.isoformat(), "-c", json.dumps(request)),
+    ]
+    env = {**os.environ, **home.environment()}
+    if verbose:
+        return subprocess.run(argv, env=env, check=False).returncode
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         child = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
-        if console.is_terminal:
-            with Live(_matrix_table(watch(cells, runs_dir)), console=console) as live:
-                while child.poll() is None:
-                    time.sleep(POLL_S)
-                    live.update(_matrix_table(watch(cells, runs_dir)))
-            return child.returncode
-        finished: set[str] = set()
-        while child.poll() is None:
-            time.sleep(POLL_S)
-            for cell in watch(cells, runs_dir):
-                if cell.phase.done and cell.name not in finished:
-                    finished.add(cell.name)
-                    console.print(
-                        f"  {cell.name}: {cell.phase} ({cell.records} records, "
-                        f"{cell.elapsed_s:.0f} s)",
-                        highlight=False,
-                        soft_wrap=True,
-                    )
-        return child.returncode
+        _watch(lambda: child.poll() is not None, *watched)
+    return child.returncode
+
+
+def _run_scheduled(
+    scheduler: Scheduler,
+    request: dict[str, object],
+    logical: datetime,
+    log: Path,
+    *,
+    watched: Watched,
+) -> int:
+    """A DAG run of eos_nightly on the lab's scheduler, watched until it ends (interrupted: the
+    run is marked failed, so its tasks stop); what happened goes to ``log``. 0 when the DAG run
+    succeeded."""
+    run_id = f"matrix__{logical.strftime('%Y%m%dT%H%M%S')}"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    tasks_log = scheduler.home.home / "logs" / f"dag_id={NIGHTLY}" / f"run_id={run_id}"
+    with log.open("w") as out:
+        try:
+            scheduler.trigger(NIGHTLY, run_id, logical.isoformat(), request)
+        except SchedulerError as error:
+            out.write(f"{error}\n")
+            return 1
+        out.write(
+            f"{NIGHTLY} {run_id} triggered at {scheduler.home.url}; tasks' logs: {tasks_log}/\n"
+        )
+        state = "queued"
+
+        def ended() -> bool:
+            nonlocal state
+            with contextlib.suppress(SchedulerError, OSError):  # asked again at the next poll
+                state = scheduler.state(NIGHTLY, run_id)
+            return state in FINISHED
+
+        try:
+            _watch(ended, *watched)
+        except KeyboardInterrupt:
+            scheduler.fail(NIGHTLY, run_id)
+            raise
+        out.write(f"{NIGHTLY} {run_id}: {state}\n")
+        if state != "success":
+            failed = [
+                f"{ti['task_id']}[{ti['map_index']}]"
+                for ti in scheduler.task_instances(NIGHTLY, run_id)
+                if ti["state"] == "failed"
+            ]
+            out.write(f"failed tasks: {', '.join(failed) or 'none'}; their logs: {tasks_log}/\n")
+    return 0 if state == "success" else 1
+
+
+def _watch(ended: Callable[[], bool], cells: list[Cell], runs_dir: Path) -> None:
+    """Show the cells' phases until ``ended``: a live table on a terminal, one line per
+    finished cell elsewhere."""
+    if console.is_terminal:
+        with Live(_matrix_table(watch(cells, runs_dir)), console=console) as live:
+            while not ended():
+                time.sleep(POLL_S)
+                live.update(_matrix_table(watch(cells, runs_dir)))
+        return
+    finished: set[str] = set()
+    while not ended():
+        time.sleep(POLL_S)
+        for cell in watch(cells, runs_dir):
+            if cell.phase.done and cell.name not in finished:
+                finished.add(cell.name)
+                console.print(
+                    f"  {cell.name}: {cell.phase} ({cell.records} records, {cell.elapsed_s:.0f} s)",
+                    highlight=False,
+                    soft_wrap=True,
+                )
 
 
 def _matrix_table(progress: list[CellProgress]) -> Table:

@@ -9,11 +9,13 @@ run directories go under EOSLAB_RUNS_DIR (default `runs/`), reports under EOSLAB
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from eoslab.admin import metadata_brokers
+from eoslab.orchestration.lanes import lane_held
 from eoslab.rundir import LabTarget, RunDir, Verdict, group_protocol_of, handler_mode
 from eoslab.runtime import get_runtime
 from eoslab.runtime.health import port_open
@@ -121,18 +123,20 @@ def run_scenario(
     run that went wrong or whose faults did not all take effect is checked all the same: its
     verdict says it is invalid, and why."""
     config = lab_config()
-    result = execute(
-        scenario_with(scenario, producer_overrides, seed),
-        target,
-        runtime=get_runtime(config=config),
-        config=config,
-        runs_root=Path(runs_dir) if runs_dir else runs_root(),
-        records=records,
-        mode=handler_mode(mode),
-        client=client or None,
-        group_protocol=group_protocol_of(group_protocol),
-        show_progress=False,
-    )
+    holder = f"{scenario} ({mode or 'its mode'}, {client or 'librdkafka'}, pid {os.getpid()})"
+    with lane_held(config.state_dir, [target], holder):
+        result = execute(
+            scenario_with(scenario, producer_overrides, seed),
+            target,
+            runtime=get_runtime(config=config),
+            config=config,
+            runs_root=Path(runs_dir) if runs_dir else runs_root(),
+            records=records,
+            mode=handler_mode(mode),
+            client=client or None,
+            group_protocol=group_protocol_of(group_protocol),
+            show_progress=False,
+        )
     run_dir = str(result.run_dir.path)
     log.info("run directory: %s", run_dir)
     for fault in result.info.faults:

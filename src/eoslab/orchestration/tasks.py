@@ -4,10 +4,13 @@
 The checker is one task, a Spark Connect client of the lab's warm Spark (no JVM of its own):
 it derives the anomalies, validates the Great Expectations suites on its DataFrames and writes
 the verdict, all under ``RUN_DIR/checker/``. It fails when the run does not conform, so its
-task is red for a non-conforming run; the tasks after it run anyway, as long as the run
-itself happened (:data:`AFTER_THE_RUN`), and read what it wrote: ``gx_validation`` publishes
-the GX results, ``verdict`` the checks, ``report`` the HTML. They fail, saying so, when the
-checker left no verdict.
+task is red for a non-conforming run; ``publish`` runs anyway, once the run itself ended
+(:data:`AFTER_THE_RUN`), and reads what it wrote: the checks, the run's HTML report, the GX
+results. It fails, saying so, when the checker left no verdict.
+
+A cell is three tasks (run, check, publish), and each task imports what it uses when it runs:
+every task is a process of its own that parses the DAG file (which imports this module) again,
+and on two cores those seconds of CPU are the lanes' runs' and checks'.
 """
 
 from __future__ import annotations
@@ -19,43 +22,31 @@ from typing import Any
 
 from airflow.sdk import TriggerRule, task
 
-from eoslab.orchestration import steps
+from eoslab.orchestration.lanes import lane_held
 from eoslab.orchestration.matrix import plan
-from eoslab.probe.every_flow import (
-    PROBE_DIFFS_FILE,
-    diff_every_flow,
-    read_summaries,
-    write_summaries,
-)
-from eoslab.report.history import FlakyCell
-from eoslab.report.render import read_summary, write_nightly_report, write_run_report
 from eoslab.rundir import cell_name
-from eoslab.runtime.airflow import LAB_POOL, SPARK_CONN
+from eoslab.runtime.airflow import SPARK_CONN
 from eoslab.settings import runs_root
 
 log = logging.getLogger(__name__)
 
-HEALTH_TIMEOUT = timedelta(minutes=2)
 RUN_TIMEOUT = timedelta(minutes=20)  # above any scenario's timeout_s plus topic set-up
 CHECKER_TIMEOUT = timedelta(minutes=20)
 PUBLISH_TIMEOUT = timedelta(minutes=5)
 PROBE_TIMEOUT = timedelta(minutes=15)  # every flow on three targets, each bounded
-AFTER_THE_RUN = TriggerRule.ALL_DONE_MIN_ONE_SUCCESS
-"""Run when the upstream tasks are done, whatever their state, provided one of them (the
-scenario run) succeeded: there is then a run directory to read."""
+AFTER_THE_RUN = TriggerRule.ALL_DONE
+"""Run when the upstream tasks are done, whatever their state (a run that did not happen leaves
+no run directory to read: the task then fails, Airflow saying the run task's XCom is missing).
+Not ALL_DONE_MIN_ONE_SUCCESS, which says what is meant: Airflow 3.3.2 marks a mapped task
+group's tasks with that rule upstream_failed before the group expands, so the nightly DAG's
+cells never published (measured on a two-cell toy DAG, nested in a task group or not)."""
 
 
 class MatrixNotConformingError(RuntimeError):
     """The DAG run's verdicts are in, and at least one cell does not conform."""
 
 
-@task(execution_timeout=HEALTH_TIMEOUT)
-def lab_health(target: str) -> dict[str, Any]:
-    """Fail within seconds, naming the fix, when the target or the chaos proxy is down."""
-    return steps.check_lab(target)
-
-
-@task(execution_timeout=RUN_TIMEOUT, pool=LAB_POOL)
+@task(execution_timeout=RUN_TIMEOUT)
 def run_scenario(
     scenario: str,
     target: str,
@@ -68,7 +59,13 @@ def run_scenario(
     group_protocol: str | None = None,
     runs_dir: str | None = None,
 ) -> str:
-    """Create the topic and run the workloads ∥ nemesis (`eoslab run`); returns the run dir."""
+    """Check the lab (within seconds, naming the fix, when the target, the chaos proxy or the
+    warm Spark is down), then create the topic and run the workloads ∥ nemesis (`eoslab run`)
+    once the target's lane is free; returns the run dir. The nightly DAG gives it its lane's
+    pool."""
+    from eoslab.orchestration import steps
+
+    steps.check_lab(target)
     return steps.run_scenario(
         scenario,
         target,
@@ -87,6 +84,8 @@ def run_scenario(
 def spark_checker(run_dir: str) -> dict[str, Any]:
     """The checker on the ``eoslab_spark`` Spark Connect connection (the lab's warm Spark);
     red when the run does not conform or is invalid."""
+    from eoslab.orchestration import steps
+
     return steps.check_run(run_dir, remote=spark_connect_url())
 
 
@@ -103,23 +102,19 @@ def spark_connect_url() -> str | None:
 
 
 @task(trigger_rule=AFTER_THE_RUN, execution_timeout=PUBLISH_TIMEOUT, retries=0)
-def gx_validation(run_dir: str) -> dict[str, Any]:
-    """Publish the GX results the checker recorded; red when GX and the anomalies disagree."""
-    return steps.publish_gx(run_dir)
+def publish(run_dir: str) -> dict[str, Any]:
+    """What the checker wrote, published: each check logged (expected against observed), the
+    run's report written (reports/runs/<run_id>/: HTML, summary.json, junit.xml), the Great
+    Expectations results logged; returns the verdict's headline. Red when GX and the anomaly
+    tables disagree (a checker bug), the report written first."""
+    from eoslab.orchestration import steps
+    from eoslab.report.render import write_run_report
 
-
-@task(trigger_rule=AFTER_THE_RUN, execution_timeout=PUBLISH_TIMEOUT, retries=0)
-def verdict(run_dir: str) -> dict[str, Any]:
-    """Log each check, expected against observed; returns the verdict's headline."""
-    return steps.publish_verdict(run_dir)
-
-
-@task(trigger_rule=AFTER_THE_RUN, execution_timeout=PUBLISH_TIMEOUT, retries=0)
-def report(run_dir: str) -> str:
-    """Write reports/runs/<run_id>/ (HTML, summary.json, junit.xml); returns index.html."""
+    headline = steps.publish_verdict(run_dir)
     index = write_run_report(Path(run_dir))
     log.info("report: %s", index)
-    return str(index)
+    steps.publish_gx(run_dir)
+    return headline
 
 
 @task(execution_timeout=PUBLISH_TIMEOUT, retries=0)
@@ -134,12 +129,20 @@ def conformance(headline: dict[str, Any]) -> None:
 
 
 @task(execution_timeout=PUBLISH_TIMEOUT)
-def plan_cells(request: dict[str, Any], night: str) -> list[dict[str, Any]]:
-    """The matrix cells the DAG run's params select; every run dir goes under one folder."""
+def plan_cells(request: dict[str, Any], night: str, target: str) -> list[dict[str, Any]]:
+    """The matrix cells the DAG run's params select on ``target`` (its lane's; none when the
+    matrix leaves the target out); every run dir goes under one folder."""
+    from eoslab.orchestration import steps
+
     runs_dir = str(runs_root() / f"nightly-{night}")
     if not request.get("targets"):  # the targets the lab runs
         request = {**request, "targets": list(steps.lab_config().targets)}
-    cells = [{**cell.to_json(), "runs_dir": runs_dir} for cell in plan(request)]
+    if target not in request["targets"]:
+        log.info("no cells: the matrix leaves %s out", target)
+        return []
+    cells = [
+        {**cell.to_json(), "runs_dir": runs_dir} for cell in plan({**request, "targets": [target]})
+    ]
     log.info("%d cells: %s", len(cells), [_cell_key(c) for c in cells])
     return cells
 
@@ -155,7 +158,7 @@ def _cell_name(cell: dict[str, Any]) -> str:
     )
 
 
-@task(trigger_rule=TriggerRule.ALL_DONE, execution_timeout=PROBE_TIMEOUT, pool=LAB_POOL, retries=0)
+@task(trigger_rule=TriggerRule.ALL_DONE, execution_timeout=PROBE_TIMEOUT, retries=0)
 def probe_diffs(request: dict[str, Any], night: str) -> int:
     """Every probe flow (or the DAG run's ``probe_flows``) on every target the lab runs, when
     its ``probe_diffs`` asks for them, summarised into the night's folder for the report;
@@ -165,7 +168,12 @@ def probe_diffs(request: dict[str, Any], night: str) -> int:
         return 0
     folder = runs_root() / f"nightly-{night}"
     folder.mkdir(parents=True, exist_ok=True)
-    summaries = diff_every_flow(steps.lab_config(), request.get("probe_flows") or None)
+    from eoslab.orchestration import steps
+    from eoslab.probe.every_flow import PROBE_DIFFS_FILE, diff_every_flow, write_summaries
+
+    config = steps.lab_config()
+    with lane_held(config.state_dir, config.targets, f"the probe diffs of {night}"):
+        summaries = diff_every_flow(config, request.get("probe_flows") or None)
     write_summaries(folder / PROBE_DIFFS_FILE, summaries)
     for flow in summaries:
         log.info("probe %s: %s", flow.flow, "as Kafka" if flow.conforms else "DIFFERS")
@@ -177,6 +185,10 @@ def nightly_report(night: str) -> dict[str, Any]:
     """The matrix report over every run of this DAG run (a cell whose run failed shows as an
     error) and the night's probe diffs, the runs' own pages and the trend; returns the matrix
     summary."""
+    from eoslab.probe.every_flow import PROBE_DIFFS_FILE, read_summaries
+    from eoslab.report.history import FlakyCell
+    from eoslab.report.render import read_summary, write_nightly_report
+
     folder = runs_root() / f"nightly-{night}"
     run_dirs = sorted(p.parent for p in folder.glob("*/run.json"))
     diffs = read_summaries(folder / PROBE_DIFFS_FILE)
@@ -195,9 +207,10 @@ def nightly_report(night: str) -> dict[str, Any]:
 
 
 @task(execution_timeout=PUBLISH_TIMEOUT, retries=0)
-def matrix_conforms(summary: dict[str, Any], expected_cells: list[dict[str, Any]]) -> None:
-    """Red unless every planned cell has a run, every run conforms and every probe flow run
-    answered as Kafka."""
+def matrix_conforms(summary: dict[str, Any], planned: list[list[dict[str, Any]]]) -> None:
+    """Red unless every planned cell (``planned``: each lane's) has a run, every run conforms
+    and every probe flow run answered as Kafka."""
+    expected_cells = [cell for lane in planned for cell in lane]
     done = {_cell_key(c) for c in summary["cells"]}
     missing = [_cell_key(c) for c in expected_cells if _cell_key(c) not in done]
     bad = [

@@ -9,7 +9,7 @@ Nothing listens beyond loopback: the API server binds 127.0.0.1, and the compone
 ``--skip-serve-logs`` (Airflow's log servers bind every interface and have no host setting;
 with the LocalExecutor the API server reads the task logs from the shared folder anyway).
 
-A lab's Airflow database is set up once by :data:`SETUP_COMMANDS` (its schema, the lab's pool):
+A lab's Airflow database is set up once by :data:`SETUP_COMMANDS` (its schema, a pool per target: its lane):
 locally by :meth:`AirflowHome.prepare`, in the compose runtime by its ``airflow-init``
 service, which runs ``python -m eoslab.runtime.airflow setup``.
 """
@@ -17,6 +17,7 @@ service, which runs ``python -m eoslab.runtime.airflow setup``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import secrets
@@ -28,6 +29,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from eoslab import settings
+from eoslab.rundir import LAB_TARGETS
 from eoslab.settings import project_root
 
 ADMIN_USER = "admin"
@@ -39,15 +41,24 @@ SPARK_CONN = "eoslab_spark"
 type), the lab's warm Spark unless the user sets AIRFLOW_CONN_EOSLAB_SPARK (a cluster's)."""
 SPARK_CONN_VARIABLE = f"AIRFLOW_CONN_{SPARK_CONN.upper()}"
 MIGRATE_TIMEOUT_S = 300.0
-LAB_POOL = "eoslab_lab"
-"""One slot: scenario runs of every DAG take turns, since they share the lab (one run's
-nemesis would break another's records)."""
+LANE_POOL_PREFIX = "eoslab_lane_"
+
+
+def lane_pool(target: str) -> str:
+    """A target's lane: one slot, so the target's scenario runs take turns (one run's nemesis
+    would break another's records) while the other targets' lanes run beside it."""
+    return f"{LANE_POOL_PREFIX}{target}"
+
+
 SETUP_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("db", "migrate"),
-    ("pools", "set", LAB_POOL, "1", "scenario runs take turns on the lab"),
+    *(
+        ("pools", "set", lane_pool(target), "1", f"scenario runs on {target} take turns")
+        for target in LAB_TARGETS
+    ),
 )
 """The one-time set-up of a lab's Airflow database, as ``airflow`` arguments, in order: without
-the pool, the scheduler never starts a scenario run."""
+its lane's pool, the scheduler never starts a scenario run."""
 
 
 class AirflowSetupError(RuntimeError):
@@ -105,7 +116,9 @@ class AirflowHome:
 
     @property
     def _prepared_stamp(self) -> Path:
-        return self.home / f".migrated-{version('apache-airflow')}"
+        """Redone when Airflow's version or the set-up changes (a pool added for a target)."""
+        setup = hashlib.sha256(repr(SETUP_COMMANDS).encode()).hexdigest()[:12]
+        return self.home / f".migrated-{version('apache-airflow')}-{setup}"
 
     @property
     def _shown_stamp(self) -> Path:
@@ -123,7 +136,10 @@ class AirflowHome:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__PARALLELISM": "6",  # a run and a check per lane
+            # the DAG files parsed every 2 minutes, not 30 s: each parse costs seconds of CPU
+            # that the lanes' runs and checks share on two cores
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "120",
             "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.password_file),

@@ -513,6 +513,26 @@ class LocalRuntime:
             raise LabError(f"{name} is not running")
         wait_until(lambda: not record.paused(), SIGNAL_SETTLE_S, interval_s=0.01)
 
+    def add(self, names: Iterable[str]) -> None:
+        """Start services of this config that the running lab was brought up without (its
+        Airflow, say, with this config's ``with_airflow``), and wait until they are healthy."""
+        records = self._records()
+        services = [self.config.service(name) for name in names]
+        for service in services:
+            if service.name in records:
+                raise LabError(f"{service.name} runs already in {self.config.state_dir}")
+            records[service.name] = self._start(service)
+            self._save(records)
+        for service in services:
+            self._await(service, partial(self._healthy, service))
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Stop services that :meth:`add` started, leaving the rest of the lab running."""
+        records = self._records()
+        for name in names:
+            processes.stop(records.pop(name), self.config.stop_grace_s)
+            self._save(records)
+
     def restart(self, name: str) -> None:
         """Stop (gracefully when it runs) and start again with the same config and data."""
         service = self.config.service(name)

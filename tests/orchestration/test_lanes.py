@@ -1,0 +1,184 @@
+"""Lanes (issue 35): the lab's targets' cells side by side through the lab's own Airflow
+scheduler, each target's runs one at a time.
+
+The session's lab gets its Airflow (API server, scheduler, DAG processor, triggerer) for this
+module only; `eoslab orchestrate matrix`, as `make lab` runs it, triggers eos_nightly there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eoslab.orchestration.lanes import lane_held
+from eoslab.orchestration.scheduler import Scheduler
+from eoslab.rundir import RunDir
+from eoslab.runtime.airflow import lane_pool
+from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.topology import Kind
+from eoslab.settings import LAB_DIR, PORT_OFFSET, REPORTS_DIR, RUNS_DIR
+
+MATRIX_TIMEOUT_S = 900
+RECORDS = 1_500  # no-idempotence's fault plays 1.5 s into the run
+
+
+def _hold(state_dir: Path, events: Any, release: Any) -> None:
+    with lane_held(state_dir, ["kafka"], "the first run"):
+        events.put("first holds")
+        release.wait(60)
+        events.put("first releases")
+
+
+def test_a_run_on_a_busy_target_waits_for_its_lane_and_another_target_does_not(
+    tmp_path: Path,
+) -> None:
+    """Real locks across processes: the second holder of kafka's lane gets it only once the
+    first lets go; the reference broker's lane is free meanwhile."""
+    context = multiprocessing.get_context("spawn")
+    events = context.Queue()
+    release = context.Event()
+    first = context.Process(target=_hold, args=(tmp_path, events, release))
+    first.start()
+    try:
+        assert events.get(timeout=30) == "first holds"
+        with lane_held(tmp_path, ["refbroker"], "a run on the reference broker"):
+            pass  # another target's lane: not held back
+        started = time.monotonic()
+        release_later = context.Process(target=_set_after, args=(release, 1.0))
+        release_later.start()
+        with lane_held(tmp_path, ["refbroker", "kafka"], "the second run"):
+            waited = time.monotonic() - started
+            assert events.get(timeout=5) == "first releases"  # it let go before we held it
+            assert (tmp_path / "lanes" / "kafka.lock").read_text() == "the second run"
+        assert waited >= 1.0
+        release_later.join(10)
+    finally:
+        release.set()
+        first.join(30)
+    assert first.exitcode == 0
+
+
+def _set_after(event: Any, delay_s: float) -> None:
+    time.sleep(delay_s)
+    event.set()
+
+
+@pytest.fixture(scope="module")
+def scheduled_lab(
+    lab: LocalRuntime, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LocalRuntime, dict[str, str]]]:
+    """The session's lab with its Airflow added (removed again after the module), and the
+    environment both it and the matrix command see: runs and reports in a folder of the
+    module's."""
+    out = tmp_path_factory.mktemp("lanes")
+    folders = {RUNS_DIR: str(out / "runs"), REPORTS_DIR: str(out / "reports")}
+    runtime = LocalRuntime(dataclasses.replace(lab.config, with_airflow=True))
+    parts = [s.name for s in runtime.config.services() if s.kind is Kind.AIRFLOW]
+    with pytest.MonkeyPatch.context() as patch:  # what the Airflow processes inherit
+        for name, value in folders.items():
+            patch.setenv(name, value)
+        runtime.add(parts)
+    env = {
+        **os.environ,
+        **folders,
+        LAB_DIR: str(lab.config.state_dir),
+        PORT_OFFSET: str(lab.config.port_offset),
+    }
+    try:
+        yield runtime, env
+    finally:
+        runtime.remove(parts)
+
+
+def test_the_matrix_runs_a_lane_per_target_through_the_labs_scheduler(
+    scheduled_lab: tuple[LocalRuntime, dict[str, str]],
+) -> None:
+    """Two cells on Kafka 3.9 and two on the reference broker: the two targets' runs overlap,
+    each target's runs never do, every run took its lane's pool, and every cell conforms."""
+    runtime, env = scheduled_lab
+    runs, reports = Path(env[RUNS_DIR]), Path(env[REPORTS_DIR])
+    matrix = [sys.executable, "-m", "eoslab.orchestration.command", "matrix"]
+    cells = [
+        *("--scenario", "baseline", "--scenario", "no-idempotence"),
+        *("--target", "kafka", "--target", "refbroker", "--records", str(RECORDS)),
+    ]
+    refused = subprocess.run(
+        [*matrix, *cells, "--no-lanes"], env=env, capture_output=True, text=True, check=False
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.strip().count("\n") == 0, refused.stderr  # one line
+    assert "scheduler" in refused.stderr
+    assert "LANES=0" in refused.stderr
+
+    done = subprocess.run(
+        [*matrix, *cells],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=MATRIX_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:] + _failed_logs(runtime)
+    assert "a lane per target" in done.stdout
+    assert "4 of 4 cells conform" in done.stdout
+
+    spans: dict[str, list[tuple[int, int]]] = {"kafka": [], "refbroker": []}
+    for run_json in runs.glob("nightly-*/*/run.json"):
+        info = RunDir(run_json.parent).read_info()
+        assert info.ended_ms is not None
+        spans[info.target].append((info.started_ms, info.ended_ms))
+    assert [len(s) for s in spans.values()] == [2, 2], spans
+    for target, (one, other) in ((t, sorted(s)) for t, s in spans.items()):
+        assert one[1] <= other[0], f"two runs on {target} overlapped: {spans[target]}"
+    assert any(k[0] < r[1] and r[0] < k[1] for k in spans["kafka"] for r in spans["refbroker"]), (
+        f"the lanes never ran side by side: {spans}"
+    )
+
+    scheduler = Scheduler.of_lab(runtime.airflow())
+    assert scheduler is not None
+    [run_id] = [
+        line.split()[1]
+        for line in Path(_airflow_log(done.stdout)).read_text().splitlines()
+        if "triggered" in line
+    ]
+    instances = scheduler.task_instances("eos_nightly", run_id)
+    scheduled_runs = [
+        ti for ti in instances if ti["task_id"].endswith(".run_scenario") and ti["map_index"] >= 0
+    ]
+    assert sorted((ti["task_id"].split(".")[0], ti["pool"]) for ti in scheduled_runs) == [
+        ("lane_kafka", lane_pool("kafka")),
+        ("lane_kafka", lane_pool("kafka")),
+        ("lane_refbroker", lane_pool("refbroker")),
+        ("lane_refbroker", lane_pool("refbroker")),
+    ]
+    # the lab's Kafka 4 lane had no cells: its cell group skipped, never expanded
+    kafka4 = [ti for ti in instances if ti["task_id"].startswith("lane_kafka4.cell.")]
+    assert {(ti["map_index"], ti["state"]) for ti in kafka4} == {(-1, "skipped")}, kafka4
+    summary = json.loads(next((reports / "nightly").glob("*/summary.json")).read_text())
+    assert (summary["cells"], summary["conforming"]) == (4, 4)
+
+
+def _airflow_log(stdout: str) -> str:
+    [line] = [line for line in stdout.splitlines() if line.startswith("Airflow's log: ")]
+    return line.removeprefix("Airflow's log: ").split(";")[0]
+
+
+def _failed_logs(runtime: LocalRuntime) -> str:
+    """The last lines of every task log that tells of an error (the lab's folder goes with the
+    session)."""
+    tails = []
+    for log in sorted((runtime.airflow().home / "logs").rglob("*.log")):
+        text = log.read_text(errors="replace")
+        if '"level": "error"' in text or "[error" in text:
+            tails.append(f"--- {log}\n" + "\n".join(text.splitlines()[-15:]))
+    return "\n".join(tails)

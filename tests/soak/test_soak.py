@@ -205,6 +205,9 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
     group = crash["consumer_group"]
     assert group["acknowledged_commits"] > 0
     assert group["restarts_with_committed_offset_behind_an_acknowledged_commit"] == 0
+    across = group["committed_offsets_across_restarts"]
+    assert len(across) == TINY_CYCLES
+    assert all(restart["read"] >= restart["acknowledged"] for restart in across), across
     assert group["committed_offset_at_end"] >= group["highest_commit"]
     transactions = crash["transactions"]
     assert transactions["transactions"]["committed"] > 0

@@ -58,6 +58,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
     restarts: list[float] = []
     reload_losses = 0
     commits_lost = 0
+    commits_after_restarts: list[dict[str, int]] = []
     failed_starts: list[str] = []
     transactions.start()
     try:
@@ -73,6 +74,9 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
             end_offset, committed = _reloaded(broker)
             reload_losses += end_offset <= acked_before
             commits_lost += committed < committed_before
+            # both sides of each restart, so that a commit found behind can be told apart from
+            # a committed offset the restarted broker did not answer (-1001)
+            commits_after_restarts.append({"acknowledged": committed_before, "read": committed})
         pacing.stop()
         transactions.stop()
         with broker.client(30.0) as client:
@@ -101,6 +105,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
         "consumer_group": {
             **committer.figures(),
             "restarts_with_committed_offset_behind_an_acknowledged_commit": commits_lost,
+            "committed_offsets_across_restarts": commits_after_restarts,
             "committed_offset_at_end": final_commit,
         },
     }

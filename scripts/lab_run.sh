@@ -3,8 +3,8 @@
 # Brings the lab up with Airflow, runs the matrix on its scheduler (a lane per target, the
 # targets' cells side by side; the UI shows them while they run), prints the report, brings the
 # lab down whatever happened. LANES=0: the lab without Airflow's scheduler, the matrix through
-# `airflow dags test eos_nightly` (one cell after the other). Exit: 0 every cell conforms, 3 a cell is invalid (a fault that did
-# not take effect), 2 a cell does not conform, 1 the run failed.
+# `airflow dags test eos_nightly` (one cell after the other). Exit: 0 every cell conforms, 3 a
+# cell is invalid (a fault that did not take effect), 2 a cell does not conform, 1 the run failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MATRIX=${MATRIX:-default}

@@ -319,8 +319,10 @@ def committed_offsets(
 ) -> dict[int, int]:
     """Group ``group``'s committed offset per partition of ``topic`` as its coordinator has it
     now, asked without joining the group (a partition never committed is left out; a
-    KafkaException when the coordinator does not answer). ``cluster``: a bootstrap, or a
-    consumer of the group that never joins it, to reuse (a watch asking often)."""
+    KafkaException when the coordinator does not answer, or answers a partition with an error:
+    its offset is then -1001 too, and must not pass for "never committed"). ``cluster``: a
+    bootstrap, or a consumer of the group that never joins it, to reuse (a watch asking
+    often)."""
     reader = (
         Consumer({"bootstrap.servers": cluster, "group.id": group, "log_level": 3})
         if isinstance(cluster, str)
@@ -332,6 +334,9 @@ def committed_offsets(
     finally:
         if reader is not cluster:
             reader.close()
+    for tp in answered:
+        if tp.error is not None:
+            raise KafkaException(tp.error)
     return {tp.partition: int(tp.offset) for tp in answered if tp.offset >= 0}
 
 

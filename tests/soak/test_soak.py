@@ -101,6 +101,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
             "witness": witness,
             "consumer_group": {
                 "restarts_with_committed_offset_behind_an_acknowledged_commit": 1,
+                "restarts_whose_committed_offset_went_unanswered": 1,
                 "acknowledged_commits_lower_than_an_earlier_one": 0,
                 "committed_offset_at_end": 5,
                 "highest_commit": 9,
@@ -155,7 +156,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
             },
         },
     }
-    assert len(problems(results)) == 31
+    assert len(problems(results)) == 32
 
 
 def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
@@ -204,8 +205,9 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
     assert crash["witness"]["acknowledged"] > 0
     group = crash["consumer_group"]
     assert group["acknowledged_commits"] > 0
-    assert group["restarts_with_committed_offset_behind_an_acknowledged_commit"] == 0
     across = group["committed_offsets_across_restarts"]
+    assert group["restarts_with_committed_offset_behind_an_acknowledged_commit"] == 0, across
+    assert group["restarts_whose_committed_offset_went_unanswered"] == 0, across
     assert len(across) == TINY_CYCLES
     assert all(restart["read"] >= restart["acknowledged"] for restart in across), across
     assert group["committed_offset_at_end"] >= group["highest_commit"]

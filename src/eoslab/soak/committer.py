@@ -5,6 +5,7 @@ committed offset can be held against it (committed offsets never go backwards)."
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -28,11 +29,26 @@ BATCH = 100
 POLL_S = 0.2
 
 
+ERRORS_FOR_S = 15.0
+"""How long a coordinator may answer the committed offset with an error (one still loading
+after a restart, or moving) before the read fails."""
+
+
 def committed_offset(bootstrap: str) -> int:
     """The group's committed offset of the witness partition, as its coordinator has it now
     (asked without joining the group: any cluster, wherever the coordinator moved); -1001
-    (librdkafka's "invalid") when it has none."""
-    return committed_offsets(bootstrap, GROUP, WITNESS_TOPIC, 1, 30.0).get(0, OFFSET_INVALID)
+    (librdkafka's "invalid") when it has none. Asked again while the coordinator answers with an
+    error, for :data:`ERRORS_FOR_S` (then KafkaException)."""
+    deadline = time.monotonic() + ERRORS_FOR_S
+    while True:
+        try:
+            return committed_offsets(bootstrap, GROUP, WITNESS_TOPIC, 1, 30.0).get(
+                0, OFFSET_INVALID
+            )
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 @dataclass

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from confluent_kafka import KafkaException
+
 from eoslab.probe.requests import list_offsets_request
 from eoslab.soak.broker import BrokerProcess
 from eoslab.soak.committer import committed_offset
@@ -36,12 +38,16 @@ class CrashParams:
     """No kill after this long: the soak is bounded in time as well as in count."""
 
 
-def _reloaded(broker: BrokerProcess) -> tuple[int, int]:
-    """(the witness partition's end offset, the group's committed offset) after a restart."""
+def _reloaded(broker: BrokerProcess) -> tuple[int, int | None]:
+    """(the witness partition's end offset, the group's committed offset) after a restart; the
+    offset None when the coordinator kept answering it with an error."""
     with broker.client(30.0) as client:
         response = client.request(list_offsets_request(WITNESS_TOPIC, 0, 0))
         end = int(response.topics[0].partitions[0].offset)
-    return end, committed_offset(broker.bootstrap)
+    try:
+        return end, committed_offset(broker.bootstrap)
+    except KafkaException:
+        return end, None
 
 
 def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
@@ -58,7 +64,8 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
     restarts: list[float] = []
     reload_losses = 0
     commits_lost = 0
-    commits_after_restarts: list[dict[str, int]] = []
+    commits_unanswered = 0
+    commits_after_restarts: list[dict[str, int | None]] = []
     failed_starts: list[str] = []
     transactions.start()
     try:
@@ -73,9 +80,11 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
                 break
             end_offset, committed = _reloaded(broker)
             reload_losses += end_offset <= acked_before
-            commits_lost += committed < committed_before
-            # both sides of each restart, so that a commit found behind can be told apart from
-            # a committed offset the restarted broker did not answer (-1001)
+            if committed is None:
+                commits_unanswered += 1
+            else:
+                commits_lost += committed < committed_before
+            # both sides of each restart (read None: the restarted coordinator answered errors)
             commits_after_restarts.append({"acknowledged": committed_before, "read": committed})
         pacing.stop()
         transactions.stop()
@@ -105,6 +114,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
         "consumer_group": {
             **committer.figures(),
             "restarts_with_committed_offset_behind_an_acknowledged_commit": commits_lost,
+            "restarts_whose_committed_offset_went_unanswered": commits_unanswered,
             "committed_offsets_across_restarts": commits_after_restarts,
             "committed_offset_at_end": final_commit,
         },

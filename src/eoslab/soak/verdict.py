@@ -98,6 +98,8 @@ def crash_problems(figures: dict[str, Any]) -> list[str]:
     behind = group["restarts_with_committed_offset_behind_an_acknowledged_commit"]
     if behind:
         found.append(f"crash: committed offsets went backwards ({behind} restarts)")
+    if unanswered := group["restarts_whose_committed_offset_went_unanswered"]:
+        found.append(f"crash: {unanswered} restarts did not answer the committed offset")
     found += _group_problems("crash", group)
     found += _transaction_problems(figures["transactions"])
     if figures["cycles_without_progress"]:

@@ -35,6 +35,7 @@ def lab_config(state_dir: Path, port_offset: int, targets: tuple[LabTarget, ...]
         with_postgres=False,
         with_spark_connect=False,
         with_airflow=False,
+        quick_jvms=False,  # throughput of the JVMs as Kafka's own scripts start them
     )
 
 

@@ -17,7 +17,6 @@ from eoslab.runtime import LabError, get_runtime
 from eoslab.scenarios.catalogue import ScenarioError, find_scenario
 from eoslab.scenarios.executor import RunError, execute
 from eoslab.settings import runs_root
-from eoslab.verify.checker import verify_run
 from eoslab.workload.drivers.releases import within
 
 DEFAULT_MAX_STEPS = 8
@@ -54,6 +53,10 @@ def bisect(
         lab = get_runtime(runtime)
     except (ScenarioError, ClientError, LabError) as error:
         raise fail(error) from error
+    # the checker (and Great Expectations, seconds of import) loads when a bisection runs,
+    # not with every `eoslab` command
+    from eoslab.verify.checker import verify_run
+
     name = folder_name(loaded.name, target, releases[0], releases[-1])
     folder = runs_root() / "bisect" / name
     console.print(

@@ -42,13 +42,6 @@ from eoslab.report.outcome import (
     latest_per_cell,
     load_outcome,
 )
-from eoslab.report.plots import (
-    anomaly_map_svg,
-    consumer_figure_svg,
-    run_figure_svg,
-    timeline_svg,
-    trend_figure_svg,
-)
 from eoslab.rundir import RunDir, VerdictStatus
 from eoslab.scenarios.catalogue import ScenarioError, find_scenario
 from eoslab.scenarios.schema import BugReference
@@ -128,6 +121,8 @@ def _anomaly_rows(outcome: RunOutcome) -> list[dict[str, Any]]:
 
 def write_run_report(run_dir: Path, reports: Path | None = None) -> Path:
     """reports/runs/<run_id>/{index.html,summary.json,junit.xml}; returns index.html."""
+    from eoslab.report import plots  # matplotlib, pandas: seconds to import; not for every command
+
     root = reports or reports_root()
     outcome = load_outcome(run_dir)
     page_dir = root / "runs" / outcome.run_id
@@ -151,9 +146,9 @@ def write_run_report(run_dir: Path, reports: Path | None = None) -> Path:
             halves=HALVES,
             matrix=_matrix([outcome], page_dir, root),
             anomalies=_anomaly_rows(outcome),
-            figure=run_figure_svg(run.path),
-            consumer_figure=consumer_figure_svg(run.path),
-            anomaly_map=anomaly_map_svg(run.path),
+            figure=plots.run_figure_svg(run.path),
+            consumer_figure=plots.consumer_figure_svg(run.path),
+            anomaly_map=plots.anomaly_map_svg(run.path),
             links={name: href for name, href in links.items() if href},
             bug=scenario_bug(outcome.scenario),
             generated=_now(),
@@ -191,6 +186,8 @@ def _anchor(cell: tuple[str, str]) -> str:
 def _cell_rows(
     outcomes: list[RunOutcome], nights: list[Night], flaky: list[FlakyCell], page_dir: Path
 ) -> list[CellRow]:
+    from eoslab.report import plots  # matplotlib, pandas: seconds to import; not for every command
+
     flaky_by_cell = {(f.cell, f.target): f for f in flaky}
     rows = []
     for outcome in outcomes:
@@ -203,7 +200,7 @@ def _cell_rows(
             CellRow(
                 outcome=outcome,
                 anchor=anchor,
-                timeline=timeline_svg(Path(outcome.run_dir)),
+                timeline=plots.timeline_svg(Path(outcome.run_dir)),
                 squares=squares,
                 flaky=flaky_by_cell.get(outcome.cell),
             )
@@ -316,6 +313,8 @@ def read_summary(index: Path) -> dict[str, Any]:
 def write_trend(reports: Path | None = None) -> Path:
     """reports/index.html: every nightly matrix, newest first (with its flaky cells), and the
     trend plot."""
+    from eoslab.report import plots  # matplotlib, pandas: seconds to import; not for every command
+
     root = reports or reports_root()
     nights = []
     for summary_file in summary_files(root):
@@ -330,7 +329,7 @@ def write_trend(reports: Path | None = None) -> Path:
     html = (
         _templates()
         .get_template("trend.html.j2")
-        .render(nights=nights[::-1], figure=trend_figure_svg(nights), generated=_now())
+        .render(nights=nights[::-1], figure=plots.trend_figure_svg(nights), generated=_now())
     )
     root.mkdir(parents=True, exist_ok=True)
     index = root / "index.html"

@@ -41,14 +41,20 @@ SQL_CONF: dict[str, str] = {
 """The settings a session may set for itself (a Spark Connect client sends these)."""
 SMALL_RUN_RECORDS = 100_000
 SMALL_RUN_CONF: dict[str, str] = {
-    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.shuffle.partitions": "1",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 """What a check of a small run (at most :data:`SMALL_RUN_RECORDS` sends) sets for itself: at a
 few thousand records every task, adaptive re-plan and generated class costs more than the rows
 (a 3,000-record check on the warm Spark: 14-17 s with the defaults above, 9-10 s with 2
-partitions, 8.4 s with neither adaptive execution nor whole-stage code generation)."""
+partitions, 8.4 s with neither adaptive execution nor whole-stage code generation). Nor any
+generated class at all (``factoryMode``: Spark's interpreted projections and predicates, which
+it falls back to when a generated class fails to compile) on one partition: a 1,500-record check
+on a warm server took 8-10 s of the server's CPU before, 4-5 s after (2026-11-29, alternated
+four times in one session); the first check of each new Spark Connect session (every Airflow
+checker task is one) compiled its classes again, 21-94 s of CPU before, 6 s after."""
 SESSION_CONF: dict[str, str] = {
     **SQL_CONF,
     "spark.ui.showConsoleProgress": "false",

@@ -160,6 +160,11 @@ class LabConfig:
     # proxy for benchmarks (proxy against direct) and for checking what really reached the log.
     direct_listener: bool = False
     broker_heap: str = "512m"
+    quick_jvms: bool = True
+    """Kafka's and ZooKeeper's JVMs compile with C1 only and collect with the serial collector
+    (:data:`eoslab.runtime.local.QUICK_JVM`): the lab's loads are small, and on two cores
+    every broker start and idle second counts. False: the JVM's own defaults (C2, G1), for
+    throughput figures (``make bench``)."""
     zookeeper_heap: str = "128m"
     up_timeout_s: float = 120.0
     stop_grace_s: float = 30.0

@@ -5,12 +5,9 @@ generated admin password, both DAGs registered and unpaused, no log server, noth
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import stat
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
+from eoslab.orchestration.scheduler import SchedulerError, call_api
 from eoslab.orchestration.tasks import spark_connect_url
 from eoslab.runtime import processes
 from eoslab.runtime.airflow import SPARK_CONN_VARIABLE
@@ -33,25 +31,12 @@ def poll(condition: Callable[[], Any], timeout_s: float = READY_TIMEOUT_S) -> An
     while True:
         try:
             value = condition()
-        except (OSError, KeyError, ValueError):  # URLError, refused, a read that timed out
+        except (OSError, KeyError, ValueError, SchedulerError):  # refused, timed out, HTTP
             value = None
         if value:
             return value
         assert time.monotonic() < deadline, f"not true within {timeout_s} s: {condition.__doc__}"
         time.sleep(1.0)
-
-
-def call(url: str, *, token: str | None = None, body: dict[str, str] | None = None) -> Any:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={
-            "Content-Type": "application/json",
-            **({"Authorization": f"Bearer {token}"} if token else {}),
-        },
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
 
 
 @pytest.fixture(scope="module")
@@ -94,14 +79,13 @@ def test_the_generated_password_is_shown_once_and_logs_in(airflow_lab: LocalRunt
 
     def token() -> str:
         """the API server hands out a token for the generated password"""
-        return call(f"{airflow.url}/auth/token", body={"username": "admin", "password": password})[
-            "access_token"
-        ]
+        return call_api(
+            f"{airflow.url}/auth/token", body={"username": "admin", "password": password}
+        )["access_token"]
 
     assert poll(token)
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        call(f"{airflow.url}/auth/token", body={"username": "admin", "password": "admin"})
-    assert refused.value.code == 401
+    with pytest.raises(SchedulerError, match=": 401 "):
+        call_api(f"{airflow.url}/auth/token", body={"username": "admin", "password": "admin"})
 
 
 def test_scheduler_runs_and_both_dags_are_unpaused(airflow_lab: LocalRuntime) -> None:
@@ -109,7 +93,7 @@ def test_scheduler_runs_and_both_dags_are_unpaused(airflow_lab: LocalRuntime) ->
 
     def components_healthy() -> bool:
         """scheduler, DAG processor and triggerer heartbeat"""
-        health = call(f"{airflow.url}/api/v2/monitor/health")
+        health = call_api(f"{airflow.url}/api/v2/monitor/health")
         parts = ("metadatabase", "scheduler", "dag_processor", "triggerer")
         return all(health[part]["status"] == "healthy" for part in parts)
 
@@ -118,13 +102,13 @@ def test_scheduler_runs_and_both_dags_are_unpaused(airflow_lab: LocalRuntime) ->
     def token_handed_out() -> str:
         """the API server hands out a token"""
         body = {"username": "admin", "password": airflow.password()}
-        return str(call(f"{airflow.url}/auth/token", body=body)["access_token"])
+        return str(call_api(f"{airflow.url}/auth/token", body=body)["access_token"])
 
     token = poll(token_handed_out)
 
     def dags() -> dict[str, bool]:
         """the DAG processor has registered eos_scenario and eos_nightly"""
-        found = call(f"{airflow.url}/api/v2/dags", token=token)["dags"]
+        found = call_api(f"{airflow.url}/api/v2/dags", token=token)["dags"]
         paused = {d["dag_id"]: d["is_paused"] for d in found}
         return paused if {"eos_scenario", "eos_nightly"} <= paused.keys() else {}
 

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -45,7 +46,7 @@ CELL_CHECK_TARGET_S = 10.0
 
 def time_lab_run(
     matrix: str = "default", runtime: str = "local", *, lanes: bool = True
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Wall time, printed lines and exit code of the one-command run (lab up, the matrix
     through Airflow, report, lab down) with everything already set up: `make lab` for the
     default matrix, whose targets are at most :data:`MAKE_LAB_TARGET_S` seconds and
@@ -69,7 +70,7 @@ def time_lab_run(
     busy_s = sum(cpu_after) - sum(cpu_before) - idle_s
     lines = len((done.stdout + done.stderr).splitlines())
     nights = sorted(runs_root().glob("nightly-*"), key=lambda folder: folder.stat().st_mtime)
-    figure: dict[str, object] = {
+    figure: dict[str, Any] = {
         "matrix": matrix,
         "runtime": runtime,
         "lanes": lanes,
@@ -96,7 +97,7 @@ def lanes_against_one_lane(matrix: str) -> dict[str, object]:
     :data:`LANES_TARGET_RATIO`."""
     lanes = time_lab_run(matrix)
     one_lane = time_lab_run(matrix, lanes=False)
-    ratio = round(float(str(lanes["seconds"])) / float(str(one_lane["seconds"])), 2)
+    ratio = round(lanes["seconds"] / one_lane["seconds"], 2)
     return {
         **lanes,
         "one_lane": one_lane,

@@ -45,13 +45,13 @@ class Scheduler:
         """The lab's scheduler, once healthy, when the lab runs Airflow (its API answers);
         None when it does not. SchedulerError when the scheduler is not healthy in time."""
         try:
-            _call(f"{home.url}/api/v2/monitor/health")
+            call_api(f"{home.url}/api/v2/monitor/health")
         except OSError:  # nothing listens: a lab without Airflow
             return None
 
         def healthy() -> bool:
             try:
-                health = _call(f"{home.url}/api/v2/monitor/health")
+                health = call_api(f"{home.url}/api/v2/monitor/health")
             except (OSError, SchedulerError):
                 return False
             return bool(health["scheduler"]["status"] == "healthy")
@@ -62,7 +62,7 @@ class Scheduler:
                 f"({home.url}/api/v2/monitor/health; its log: .lab/logs/airflow-scheduler.log)"
             )
         body = {"username": ADMIN_USER, "password": home.password()}
-        return cls(home, str(_call(f"{home.url}/auth/token", body=body)["access_token"]))
+        return cls(home, str(call_api(f"{home.url}/auth/token", body=body)["access_token"]))
 
     def _dag(self, dag_id: str) -> str:
         return f"{self.home.url}/api/v2/dags/{quote(dag_id)}"
@@ -72,7 +72,7 @@ class Scheduler:
 
         def registered() -> bool:
             try:
-                return bool(_call(self._dag(dag_id), token=self.token))
+                return bool(call_api(self._dag(dag_id), token=self.token))
             except SchedulerError:
                 return False
 
@@ -82,11 +82,13 @@ class Scheduler:
                 "(its DAG processor's log says why)"
             )
         body = {"dag_run_id": run_id, "logical_date": logical_date, "conf": conf}
-        _call(f"{self._dag(dag_id)}/dagRuns", token=self.token, body=body)
+        call_api(f"{self._dag(dag_id)}/dagRuns", token=self.token, body=body)
 
     def state(self, dag_id: str, run_id: str) -> str:
         """queued, running, success or failed."""
-        return str(_call(f"{self._dag(dag_id)}/dagRuns/{quote(run_id)}", token=self.token)["state"])
+        return str(
+            call_api(f"{self._dag(dag_id)}/dagRuns/{quote(run_id)}", token=self.token)["state"]
+        )
 
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
         """The run's task instances, as the API gives them (task_id, map_index, state, pool,
@@ -94,14 +96,14 @@ class Scheduler:
         url = f"{self._dag(dag_id)}/dagRuns/{quote(run_id)}/taskInstances"
         found: list[dict[str, Any]] = []
         while True:
-            page = _call(f"{url}?limit={PAGE}&offset={len(found)}", token=self.token)
+            page = call_api(f"{url}?limit={PAGE}&offset={len(found)}", token=self.token)
             found += page["task_instances"]
             if not page["task_instances"] or len(found) >= page["total_entries"]:
                 return found
 
     def fail(self, dag_id: str, run_id: str) -> None:
         """Mark the run failed (the matrix was interrupted): its running tasks are stopped."""
-        _call(
+        call_api(
             f"{self._dag(dag_id)}/dagRuns/{quote(run_id)}",
             token=self.token,
             body={"state": "failed"},
@@ -109,9 +111,11 @@ class Scheduler:
         )
 
 
-def _call(
+def call_api(
     url: str, *, token: str | None = None, body: dict[str, Any] | None = None, method: str = ""
 ) -> Any:
+    """One call of Airflow's REST API (a POST of ``body`` when given): its JSON answer.
+    SchedulerError when it answers an HTTP error; OSError when nothing answers."""
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode() if body is not None else None,

@@ -5,7 +5,6 @@ committed offset can be held against it (committed offsets never go backwards)."
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -13,6 +12,7 @@ from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicParti
 
 from eoslab.admin import committed_offsets
 from eoslab.background import Background
+from eoslab.clock import wait_until
 from eoslab.soak.witness import WITNESS_TOPIC
 
 GROUP = "soak-committer"
@@ -27,8 +27,6 @@ CONSUMER_CONFIG: dict[str, str | int | float | bool] = {
 }
 BATCH = 100
 POLL_S = 0.2
-
-
 ERRORS_FOR_S = 15.0
 """How long a coordinator may answer the committed offset with an error (one still loading
 after a restart, or moving) before the read fails."""
@@ -38,17 +36,22 @@ def committed_offset(bootstrap: str) -> int:
     """The group's committed offset of the witness partition, as its coordinator has it now
     (asked without joining the group: any cluster, wherever the coordinator moved); -1001
     (librdkafka's "invalid") when it has none. Asked again while the coordinator answers with an
-    error, for :data:`ERRORS_FOR_S` (then KafkaException)."""
-    deadline = time.monotonic() + ERRORS_FOR_S
-    while True:
+    error, for :data:`ERRORS_FOR_S` (then its last error is raised)."""
+    errors: list[KafkaException] = []
+
+    def answered() -> tuple[int] | None:
         try:
-            return committed_offsets(bootstrap, GROUP, WITNESS_TOPIC, 1, 30.0).get(
-                0, OFFSET_INVALID
+            return (
+                committed_offsets(bootstrap, GROUP, WITNESS_TOPIC, 1, 30.0).get(0, OFFSET_INVALID),
             )
-        except KafkaException:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+        except KafkaException as error:
+            errors.append(error)
+            return None
+
+    found = wait_until(answered, ERRORS_FOR_S, interval_s=0.5)
+    if found is None:
+        raise errors[-1]
+    return found[0]
 
 
 @dataclass

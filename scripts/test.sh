@@ -46,14 +46,42 @@ logs=$(mktemp -d "${TMPDIR:-/tmp}/eoslab-test.XXXXXX")
 
 half() {  # letter, port offset, pytest arguments...
   local letter=$1 offset=$2; shift 2
-  EOSLAB_TEST_PORT_OFFSET=$offset "$PYTEST" --basetemp="$logs/tmp-$letter" "$@" \
+  EOSLAB_TEST_PORT_OFFSET=$offset EOSLAB_TEST_EVENTS="$logs/$letter.events" \
+    "$PYTEST" --basetemp="$logs/tmp-$letter" "$@" \
     > >(tee "$logs/$letter.log" | sed -u "s/^/[$letter] /") 2>&1
+}
+
+# Stopped from outside (CI's time limit, ^C): the halves' summaries may never be printed, so
+# each half's test running then, its failures and reruns so far and its slowest tests (written
+# as they happen, tests/conftest.py) are printed; then the halves are interrupted as ^C would
+# (each tears its lab down and prints what it can), and once they have ended the same lines
+# are printed again, to be the last.
+progress() {
+  local events
+  for letter in a b; do
+    events=$logs/$letter.events
+    touch "$events"
+    echo "== half $letter stopped after $SECONDS s, $(grep -c '^running ' "$events") tests begun;" \
+      "$(grep '^running ' "$events" | tail -1)"
+    grep -E '^(failed|rerun) ' "$events" | cut -c1-300
+    echo "   its slowest: $(grep '^took ' "$events" | sort -k2 -rn | head -6 \
+      | awk '{n=split($5, p, "::"); printf "%s s %s; ", $2, p[n]}')"
+  done
+}
+stopped() {
+  trap - TERM INT
+  progress
+  pkill -INT -f -- "--basetemp=$logs/tmp-"
+  wait
+  progress
+  exit 143
 }
 
 half a 1000 "${HALF_A[@]}" &
 a=$!
 half b 7000 tests "${ignored[@]}" &
 b=$!
+trap stopped TERM INT
 wait $a; status_a=$?
 wait $b; status_b=$?
 for letter in a b; do

@@ -15,6 +15,11 @@ now and then lands where a step cannot take effect (each such case found is mend
 scenario, not left to the rerun). Every test run again is listed at the end with its first
 failure, and a session with more than :data:`MAX_RERUN_TESTS` of them fails: flakiness stays
 visible and bounded. A test that fails twice fails.
+
+With EOSLAB_TEST_EVENTS set (scripts/test.sh sets it for each half), the test starting is written
+to that file and every failure and rerun is added to it with its first line, and every slow test
+with its time, as they happen: a run stopped from outside (CI's time limit) can still say where
+it was, what had failed and where its time went.
 """
 
 from __future__ import annotations
@@ -45,6 +50,10 @@ MAX_RERUN_TESTS = 3
 """A session with more lab tests run again than this fails, even if every rerun passed."""
 _run_again: dict[str, str] = {}
 """Each lab test run again: its first failure's one line."""
+EVENTS = os.environ.get("EOSLAB_TEST_EVENTS")
+"""The file the session writes its progress to (scripts/test.sh), if any."""
+SLOW_S = 10.0
+"""A test phase that took this long or longer is written to it with its time."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -54,11 +63,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.flaky(reruns=LAB_RERUNS))
 
 
+def _first_line(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = (crash.message if crash is not None else str(report.longrepr)).strip()
+    return text.splitlines()[0] if text else "?"
+
+
+def _event(line: str) -> None:
+    if EVENTS:
+        with open(EVENTS, "a", encoding="utf-8") as events:
+            events.write(line + "\n")
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    _event(f"running {nodeid}")
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.outcome in ("failed", "rerun"):
+        _event(f"{report.outcome} ({report.when}) {report.nodeid}: {_first_line(report)[:200]}")
+    elif report.duration >= SLOW_S:
+        _event(f"took {report.duration:.0f} s ({report.when}) {report.nodeid}")
     if report.outcome == "rerun" and report.nodeid not in _run_again:
-        crash = getattr(report.longrepr, "reprcrash", None)
-        text = (crash.message if crash is not None else str(report.longrepr)).strip()
-        _run_again[report.nodeid] = text.splitlines()[0] if text else "?"
+        _run_again[report.nodeid] = _first_line(report)
 
 
 def _too_many_run_again() -> bool:

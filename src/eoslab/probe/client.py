@@ -13,10 +13,10 @@ from collections import deque
 from types import TracebackType
 from typing import Any
 
-from kio.index import load_response_from_request
 from kio.serial.readers import read_int32
 
 from eoslab.kafka_api import SIZE_PREFIX, decode_response, encode_request
+from eoslab.kio_entities import response_type
 
 PRODUCE_API_KEY = 0
 
@@ -58,7 +58,7 @@ class KafkaProtocolClient:
         self._next_correlation_id += 1
         self.send_raw(encode_request(request, correlation_id, self.client_id))
         if not (request.__api_key__ == PRODUCE_API_KEY and request.acks == 0):
-            self._pending.append((correlation_id, load_response_from_request(type(request))))
+            self._pending.append((correlation_id, response_type(type(request))))
         return correlation_id
 
     def receive(self) -> Any:

@@ -13,6 +13,7 @@ from eoslab.kafka_api import encode_request
 from eoslab.probe.batches import record_batch
 from eoslab.probe.requests import produce_request
 from eoslab.refbroker.apis import api_handlers
+from eoslab.soak.committer import NOTHING_ACKNOWLEDGED, went_back
 from eoslab.soak.frames import OUTCOMES, explain_silence
 from eoslab.soak.mutator import MUTATIONS, Frame, FrameMutator
 from eoslab.soak.transactions import judge
@@ -66,6 +67,19 @@ def test_the_witness_tells_lost_misplaced_and_acknowledged_without_an_offset_apa
     assert (check.lost, check.misplaced, check.without_offset) == (1, 1, 2)
     assert check.misplaced_examples == [{"value": "1/2", "acknowledged_at": 5, "found_at": 2}]
     assert witness.highest_acked_offset() == 5
+
+
+def test_a_committed_offset_went_back_only_behind_an_acknowledged_commit() -> None:
+    """A restart before any commit was acknowledged reads the group without one (-1001): not a
+    commit lost (the clean-clone run of 2026-12-06 counted two such restarts as lost)."""
+    no_commit = -1001
+    assert not went_back(NOTHING_ACKNOWLEDGED, no_commit)
+    assert not went_back(NOTHING_ACKNOWLEDGED, 0)
+    assert not went_back(600, 600)
+    assert not went_back(600, 643)  # a commit acknowledged while the broker was being killed
+    assert went_back(600, 599)
+    assert went_back(600, no_commit)  # the group's commits lost altogether
+    assert went_back(0, no_commit)
 
 
 def test_the_verdict_names_every_broken_promise() -> None:

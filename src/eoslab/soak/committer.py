@@ -54,13 +54,23 @@ def committed_offset(bootstrap: str) -> int:
     return found[0]
 
 
+NOTHING_ACKNOWLEDGED = -1
+""":meth:`Committer.acknowledged` before the broker acknowledged any commit."""
+
+
+def went_back(acknowledged: int, read: int) -> bool:
+    """Whether a committed offset read after a restart is behind the highest commit acknowledged
+    before it (``acknowledged``): never when none was (a group without a commit reads -1001)."""
+    return acknowledged != NOTHING_ACKNOWLEDGED and read < acknowledged
+
+
 @dataclass
 class Committer(Background):
     bootstrap: str
     commits: int = 0
     failed_commits: int = 0
     consumed: int = 0
-    highest_commit: int = -1
+    highest_commit: int = NOTHING_ACKNOWLEDGED
     """The highest offset a commit the broker acknowledged carried."""
     went_backwards: int = 0
     """Acknowledged commits lower than an earlier acknowledged one."""

@@ -17,7 +17,7 @@ from confluent_kafka import KafkaException
 
 from eoslab.probe.requests import list_offsets_request
 from eoslab.soak.broker import BrokerProcess
-from eoslab.soak.committer import committed_offset
+from eoslab.soak.committer import committed_offset, went_back
 from eoslab.soak.pacing import KillPacing
 from eoslab.soak.transactions import TXN_TOPIC, TxnProducer
 from eoslab.soak.witness import WITNESS_TOPIC
@@ -83,7 +83,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
             if committed is None:
                 commits_unanswered += 1
             else:
-                commits_lost += committed < committed_before
+                commits_lost += went_back(committed_before, committed)
             # both sides of each restart (read None: the restarted coordinator answered errors)
             commits_after_restarts.append({"acknowledged": committed_before, "read": committed})
         pacing.stop()

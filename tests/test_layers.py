@@ -16,7 +16,16 @@ import eoslab
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
-        {"settings", "clock", "background", "message", "kafka_api", "fault_events", "clients"}
+        {
+            "settings",
+            "clock",
+            "background",
+            "message",
+            "kafka_api",
+            "kio_entities",
+            "fault_events",
+            "clients",
+        }
     ),
     frozenset({"rundir", "control", "admin", "console"}),
     frozenset({"run_context"}),

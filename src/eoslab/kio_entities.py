@@ -22,9 +22,9 @@ from kio.static.primitive import i16, i32Timedelta, i64
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribedTransaction:
     """kio's ``describe_transactions.v0.response.TransactionState`` with its start time as the
-    milliseconds Kafka sends: kio 0.6.5 reads them as a datetime and refuses Kafka's -1 (a
-    transaction not begun, e.g. once its coordinator has fenced it: "Cannot parse negative
-    timestamp", met by the probe on Kafka 3.9 on 2026-12-06)."""
+    milliseconds Kafka sends: kio 0.6.5 reads them as a datetime and refuses Kafka's -1 (no
+    transaction begun, as in state Empty: "Cannot parse negative timestamp", met by the probe's
+    txn-late-write flow on Kafka 3.9 on 2026-12-06)."""
 
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(0)

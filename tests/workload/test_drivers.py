@@ -7,17 +7,17 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from eoslab.admin import create_topic
-from eoslab.clients import ClientError, ClientLaunch, ClientRef, parse_client
+from eoslab.clients import MATRIX_DRIVERS, ClientError, ClientLaunch, ClientRef, parse_client
 from eoslab.rundir import REPLICATION, LabTarget
 from eoslab.runtime.local import LocalRuntime
 from eoslab.workload.drivers.api import ClientApi, ConsumerApi
 from eoslab.workload.drivers.java import config as java_config
 from eoslab.workload.drivers.java import failure_line
 from eoslab.workload.drivers.registry import prepare
-from eoslab.workload.drivers.remote import DriverProcess, kafka_error
+from eoslab.workload.drivers.remote import DriverProcess, RemoteProducer, kafka_error
 
 JAVA = "java:3.9.2"
 
@@ -226,3 +226,26 @@ def test_the_java_client_produces_transacts_and_reads_on_every_target(
         reader.close()
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("ref", [str(ref) for ref in MATRIX_DRIVERS])
+def test_a_drivers_client_sends_a_burst_by_itself(lab: LocalRuntime, ref: str) -> None:
+    """`make bench`'s comparison point for a driver: its client sending alone puts every record
+    of the burst in the log and says how long it took."""
+    bootstrap = lab.config.bootstrap("kafka")
+    topic = f"burst-{parse_client(ref).family}-{time.monotonic_ns()}"
+    create_topic(bootstrap, topic, 1, REPLICATION["kafka"])
+    client = ClientApi(prepare(parse_client(ref)))
+    try:
+        producer = client.producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        assert isinstance(producer, RemoteProducer)
+        answer = producer.burst(topic, 0, 500, 64)
+    finally:
+        client.close()
+    assert answer["failed"] == 0
+    assert answer["seconds"] > 0
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": topic})
+    try:
+        assert reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=30) == (0, 500)
+    finally:
+        reader.close()

@@ -46,6 +46,8 @@ type command struct {
 	Max           int               `json:"max"`
 	Position      []any             `json:"position"`
 	Consumer      string            `json:"consumer"`
+	Count         int               `json:"count"`
+	ValueBytes    int               `json:"value_bytes"`
 }
 
 func (c *command) timeout() time.Duration {
@@ -209,6 +211,8 @@ func (d *driver) run(cmd *command) (any, *failure) {
 	case "purge":
 		d.producers[cmd.Handle].purge()
 		return empty, nil
+	case "produce_burst":
+		return d.producers[cmd.Handle].burst(cmd.Topic, cmd.Partition, cmd.Count, cmd.ValueBytes), nil
 	case "init_transactions", "begin_transaction", "commit_transaction", "abort_transaction":
 		return empty, d.producers[cmd.Handle].transactional(cmd.Op, cmd.timeout())
 	case "send_offsets_to_transaction":
@@ -243,7 +247,7 @@ func (d *driver) run(cmd *command) (any, *failure) {
 
 func isProducerOp(op string) bool {
 	switch op {
-	case "produce", "purge", "init_transactions", "begin_transaction", "commit_transaction",
+	case "produce", "produce_burst", "purge", "init_transactions", "begin_transaction", "commit_transaction",
 		"abort_transaction", "send_offsets_to_transaction", "close_producer":
 		return true
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -126,6 +127,27 @@ func (p *producer) produce(token int64, topic string, partition int32, key, valu
 		}
 		p.delivered(token, r.Partition, offset, failure{})
 	})
+}
+
+// burst sends count values of size bytes to one partition from here, as fast as the client takes
+// them, and waits for every acknowledgement: the client's own rate, without the line protocol
+// (make bench's comparison point for the driver).
+func (p *producer) burst(topic string, partition int32, count, size int) map[string]any {
+	value := bytes.Repeat([]byte("x"), size)
+	var failed atomic.Int64
+	start := time.Now()
+	for i := 0; i < count; i++ {
+		record := &kgo.Record{Topic: topic, Partition: partition, Value: value}
+		p.cl.Produce(context.Background(), record, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	if err := p.cl.Flush(context.Background()); err != nil {
+		logf("burst: %v", err)
+	}
+	return map[string]any{"seconds": time.Since(start).Seconds(), "failed": failed.Load()}
 }
 
 func (p *producer) delivered(token int64, partition int32, offset any, f failure) {

@@ -30,6 +30,11 @@ Commands (``op``; those with an ``id`` are answered by a reply with ``re`` = tha
     {"op": "send_offsets_to_transaction", "id", "handle", "timeout_ms",
            "offsets": [[topic, partition, offset], ...], "group_metadata": snapshot id}
     {"op": "close_producer", "id", "handle", "timeout_ms"}
+    {"op": "produce_burst", "id", "handle", "topic", "partition", "count", "value_bytes"}
+                                                -> {"seconds", "failed"}: count values sent by
+                                                   the driver itself as fast as its client takes
+                                                   them, every acknowledgement waited for (the
+                                                   client's own rate: `make bench`)
     {"op": "consumer", "id", "handle", "config": {native properties}, "eof": bool}
     {"op": "subscribe", "id", "handle", "topics": [...]}
     {"op": "assign", "id", "handle", "partitions": [[topic, partition, offset], ...]}

@@ -320,6 +320,24 @@ class RemoteProducer:
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         self._driver.call({"op": "purge", "handle": self.handle})
 
+    def burst(self, topic: str, partition: int, count: int, value_bytes: int) -> dict[str, float]:
+        """The client's own rate, the line protocol left out (`make bench`'s comparison point
+        for a driver): ``count`` values of ``value_bytes`` sent by the driver program itself, as
+        fast as its client takes them, every acknowledgement waited for; its seconds and how
+        many failed."""
+        return dict(
+            self._driver.call(
+                {
+                    "op": "produce_burst",
+                    "handle": self.handle,
+                    "topic": topic,
+                    "partition": partition,
+                    "count": count,
+                    "value_bytes": value_bytes,
+                }
+            )
+        )
+
     def _transactional(self, op: str, timeout: float | None, **fields: Any) -> None:
         self._driver.call(
             {"op": op, "handle": self.handle, "timeout_ms": _seconds_ms(timeout), **fields}

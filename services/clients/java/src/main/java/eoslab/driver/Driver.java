@@ -122,6 +122,17 @@ public final class Driver {
           producers.get(handle).purge();
           Wire.reply(id, Wire.object());
           break;
+        case "produce_burst":
+          Wire.reply(
+              id,
+              producers
+                  .get(handle)
+                  .burst(
+                      command.get("topic").asText(),
+                      command.get("partition").asInt(),
+                      command.get("count").asInt(),
+                      command.get("value_bytes").asInt()));
+          break;
         case "close_producer":
           producers.get(handle).close(timeoutMs);
           producers.remove(handle);

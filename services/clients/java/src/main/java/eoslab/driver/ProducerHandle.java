@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
@@ -17,6 +18,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -80,6 +82,32 @@ final class ProducerHandle {
       event.set("error", delivered(refused));
       Wire.emit(event);
     }
+  }
+
+  /**
+   * {@code count} values of {@code size} bytes sent to one partition from here, as fast as the
+   * client takes them, every acknowledgement waited for: the client's own rate, without the line
+   * protocol ({@code make bench}'s comparison point for the driver).
+   */
+  ObjectNode burst(String topic, int partition, int count, int size) {
+    byte[] value = new byte[size];
+    Arrays.fill(value, (byte) 'x');
+    AtomicLong failed = new AtomicLong();
+    long start = System.nanoTime();
+    for (int i = 0; i < count; i++) {
+      producer.send(
+          new ProducerRecord<>(topic, partition, null, value),
+          (metadata, error) -> {
+            if (error != null) {
+              failed.incrementAndGet();
+            }
+          });
+    }
+    producer.flush();
+    ObjectNode answer = Wire.object();
+    answer.put("seconds", (System.nanoTime() - start) / 1e9);
+    answer.put("failed", failed.get());
+    return answer;
   }
 
   private ObjectNode delivered(Exception error) {

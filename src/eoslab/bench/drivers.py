@@ -11,7 +11,8 @@ tenth of librdkafka's rate through the proxy here: a client default, not the dri
 
 Beside each driver's rate, its client's own (``client_alone``): the driver program sending by
 itself, the line protocol left out. Where that is below the target, the client itself is the
-floor on this machine, not the driver.
+floor on this machine, not the driver. And each driver's rate against the catalogue's fastest
+producer session (``headroom_over_fastest_cell``): how far a cell is from being held back by it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from eoslab.bench.produce_throughput import VALUE_BYTES, best_of, new_topic
 from eoslab.clients import MATRIX_DRIVERS
 from eoslab.runtime.local import LocalRuntime
+from eoslab.scenarios.catalogue import catalogue, load_scenario
 from eoslab.workload.drivers.api import ClientApi
 from eoslab.workload.drivers.registry import default_client, prepare
 from eoslab.workload.drivers.remote import RemoteProducer
@@ -37,9 +39,11 @@ def run(lab: LocalRuntime, records: int, repeats: int) -> dict[str, object]:
     bootstrap = lab.config.bootstrap_servers
     topic = new_topic(bootstrap)
     baseline = best_of(repeats, bootstrap, topic, records, settings=SETTINGS)
+    fastest = fastest_producer()
     results: dict[str, object] = {
         "value_bytes": VALUE_BYTES,
         "producer_settings": SETTINGS,
+        "fastest_cell_producer": fastest,
         str(default_client()): baseline,
     }
     for ref in MATRIX_DRIVERS:
@@ -57,9 +61,20 @@ def run(lab: LocalRuntime, records: int, repeats: int) -> dict[str, object]:
             "target": f">= {TARGET_RATIO}",
             "met": ratio >= TARGET_RATIO,
             "client_alone": {**alone, "vs_librdkafka": alone_ratio},
+            "headroom_over_fastest_cell": round(rate["records_per_s"] / fastest["rate"], 1),
             "floor_below_target": alone_ratio < TARGET_RATIO,
         }
     return results
+
+
+def fastest_producer() -> dict[str, object]:
+    """The catalogue's fastest producer session (each session runs a driver program of its
+    own): what a driver must keep up with in a cell."""
+    rate, name = max(
+        (scenario.workload.rate, name)
+        for name, scenario in ((name, load_scenario(path)) for name, path in catalogue().items())
+    )
+    return {"scenario": name, "rate": rate}
 
 
 def client_alone(

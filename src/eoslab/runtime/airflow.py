@@ -90,6 +90,16 @@ def run_airflow(args: tuple[str, ...], env: Mapping[str, str], where: str) -> No
         raise AirflowSetupError(f"{command} failed:\n{tail}")
 
 
+LOCAL_SETTINGS = """\
+# Written by eoslab.runtime.airflow: the scheduler loads the tasks' modules before it forks.
+from eoslab.orchestration.preload import preload_in_scheduler
+
+preload_in_scheduler()
+"""
+"""The home's ``config/airflow_local_settings.py``, which every Airflow process imports
+(:mod:`eoslab.orchestration.preload`)."""
+
+
 @dataclass(frozen=True)
 class AirflowHome:
     """AIRFLOW_HOME (``home``) and where the lab it drives lives."""
@@ -172,8 +182,11 @@ class AirflowHome:
 
     def prepare(self) -> AirflowHome:
         """Create the home, its secret and admin password once, and migrate the database once
-        per Airflow version. Cheap when already done, so every component may call it."""
+        per Airflow version; write its local settings. Cheap when already done, so every
+        component may call it."""
         self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "config").mkdir(exist_ok=True)
+        (self.home / "config" / "airflow_local_settings.py").write_text(LOCAL_SETTINGS)
         for path, value in (
             (self._secret_file, secrets.token_urlsafe(32)),
             (self.password_file, json.dumps({ADMIN_USER: secrets.token_urlsafe(12)})),

@@ -6,7 +6,8 @@ and targets) → a lane per target (the task groups ``lane_kafka``, ``lane_kafka
 workload ∥ nemesis → the checker's Spark job → the verdict, the run's report, GX results. A
 lane's runs take turns (its pool, ``eoslab_lane_<target>``, has one slot; a lock on the target
 holds any other DAG's run back too), the other lanes' runs play meanwhile, and each check
-starts on the warm Spark as its run ends, beside the runs and the other checks. Then every
+starts on the warm Spark as its run ends, beside the runs, two checks at most at once (the pool
+``eoslab_checks``). Then every
 probe flow on every target (param probe_diffs) → the matrix report with the probe diffs
 (reports/nightly/<time>/ and the trend in reports/index.html) → red unless every cell ran and
 conforms and every flow answered as Kafka.
@@ -25,7 +26,7 @@ from eoslab.orchestration import tasks
 from eoslab.orchestration.matrix import DEFAULT_RECORDS, MATRICES
 from eoslab.probe.every_flow import ALL_FLOWS
 from eoslab.rundir import HANDLER_MODES, LAB_TARGETS
-from eoslab.runtime.airflow import lane_pool
+from eoslab.runtime.airflow import CHECKS_POOL, lane_pool
 from eoslab.scenarios.catalogue import catalogue
 
 with DAG(
@@ -108,7 +109,7 @@ with DAG(
                     group_protocol=group_protocol,
                     runs_dir=runs_dir,
                 )
-                tasks.spark_checker(run_dir) >> tasks.publish(run_dir)
+                tasks.spark_checker.override(pool=CHECKS_POOL)(run_dir) >> tasks.publish(run_dir)
 
             cell.expand_kwargs(cells)
         return cells, group

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from eoslab.rundir import LAB_TARGETS
-from eoslab.runtime.airflow import lane_pool
+from eoslab.runtime.airflow import CHECKS_POOL, lane_pool
 from eoslab.scenarios.catalogue import catalogue
 
 INSPECT = """
@@ -61,10 +61,11 @@ def test_dags_import_without_errors_and_bound_every_task(airflow_env: dict[str, 
     assert nightly["catchup"] is False
     assert nightly["params"]["matrix"]["enum"] == ["default", "full"]
     assert "nightly_report" in nightly["tasks"]
-    # a lane per target: its cells planned, its runs in its one-slot pool, its checks in none
+    # a lane per target: its cells planned, its runs in its one-slot pool, its checks in the
+    # checks' pool
     for target in LAB_TARGETS:
         lane = f"lane_{target}"
         assert {f"{lane}.plan_cells", f"{lane}.cell.spark_checker"} <= set(nightly["tasks"])
         assert nightly["pools"][f"{lane}.cell.run_scenario"] == lane_pool(target)
-        assert nightly["pools"][f"{lane}.cell.spark_checker"] == "default_pool"
+        assert nightly["pools"][f"{lane}.cell.spark_checker"] == CHECKS_POOL
     assert nightly["pools"]["probe_diffs"] == "default_pool"  # held back by the lanes' locks

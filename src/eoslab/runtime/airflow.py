@@ -50,12 +50,18 @@ def lane_pool(target: str) -> str:
     return f"{LANE_POOL_PREFIX}{target}"
 
 
+CHECKS_POOL = "eoslab_checks"
+CHECKS_AT_ONCE = 2
+"""The nightly DAG's checks on the warm Spark, at most this many at once: two overlap their
+round trips to Spark Connect (Benchmarks: ``checks_at_once``), more only share the two cores."""
+
 SETUP_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("db", "migrate"),
     *(
         ("pools", "set", lane_pool(target), "1", f"scenario runs on {target} take turns")
         for target in LAB_TARGETS
     ),
+    ("pools", "set", CHECKS_POOL, str(CHECKS_AT_ONCE), "checks on the warm Spark"),
 )
 """The one-time set-up of a lab's Airflow database, as ``airflow`` arguments, in order: without
 its lane's pool, the scheduler never starts a scenario run."""

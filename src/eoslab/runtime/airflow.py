@@ -100,6 +100,8 @@ LOCAL_SETTINGS = """\
 # Written by eoslab.runtime.airflow: the scheduler loads the tasks' modules before it forks.
 from eoslab.orchestration.preload import preload_in_scheduler
 
+__all__: list[str] = []  # nothing here for Airflow's settings or policies
+
 preload_in_scheduler()
 """
 """The home's ``config/airflow_local_settings.py``, which every Airflow process imports

@@ -23,6 +23,8 @@ import psutil
 from eoslab.rundir import RunDir
 
 SAMPLE_S = 0.5
+CPU_BOUND_SHARE = 0.85
+"""A phase whose floor is at least this share of its wall time is called CPU-bound."""
 
 
 def busy_cpu_s() -> float:
@@ -78,6 +80,7 @@ class CpuSampler:
 def phase(
     name: str, begin: float, end: float, sampler: CpuSampler, cores: int
 ) -> dict[str, object]:
+    """One phase: its wall time, its busy CPU-seconds, its floor, whether it was CPU-bound."""
     seconds = max(0.0, end - begin)
     busy = sampler.busy_between(begin, end)
     return {
@@ -85,7 +88,7 @@ def phase(
         "seconds": round(seconds, 1),
         "busy_cpu_s": round(busy, 1),
         "floor_s": round(busy / cores, 1),
-        "cpu_bound": seconds > 0 and busy / cores >= 0.85 * seconds,
+        "cpu_bound": seconds > 0 and busy / cores >= CPU_BOUND_SHARE * seconds,
     }
 
 

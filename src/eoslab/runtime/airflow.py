@@ -193,8 +193,7 @@ class AirflowHome:
         per Airflow version; write its local settings. Cheap when already done, so every
         component may call it."""
         self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "config").mkdir(exist_ok=True)
-        (self.home / "config" / "airflow_local_settings.py").write_text(LOCAL_SETTINGS)
+        self._write_local_settings()
         for path, value in (
             (self._secret_file, secrets.token_urlsafe(32)),
             (self.password_file, json.dumps({ADMIN_USER: secrets.token_urlsafe(12)})),
@@ -208,6 +207,17 @@ class AirflowHome:
                 run_airflow(args, env, str(self.home))
             self._prepared_stamp.touch()
         return self
+
+    def _write_local_settings(self) -> None:
+        """:data:`LOCAL_SETTINGS` in place, replaced whole when it differs (another Airflow
+        process may be importing it that moment)."""
+        path = self.home / "config" / "airflow_local_settings.py"
+        if path.is_file() and path.read_text() == LOCAL_SETTINGS:
+            return
+        path.parent.mkdir(exist_ok=True)
+        written = path.with_name(f".{path.name}.{os.getpid()}")
+        written.write_text(LOCAL_SETTINGS)
+        written.replace(path)
 
     def login_banner(self) -> str:
         """How to log in: the password itself the first time it is shown, then where it is."""

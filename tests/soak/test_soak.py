@@ -127,6 +127,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
                 "aborted_read": 1,
                 "duplicates": 0,
                 "torn": 1,
+                "aborted_records_in_log": 0,
                 "last_stable_offset": 10,
                 "high_watermark": 12,
             },
@@ -170,7 +171,7 @@ def test_the_verdict_names_every_broken_promise() -> None:
             },
         },
     }
-    assert len(problems(results)) == 32
+    assert len(problems(results)) == 33
 
 
 def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
@@ -223,7 +224,7 @@ def test_a_tiny_soak_passes_and_writes_its_figures(tmp_path: Path) -> None:
     assert group["restarts_with_committed_offset_behind_an_acknowledged_commit"] == 0, across
     assert group["restarts_whose_committed_offset_went_unanswered"] == 0, across
     assert len(across) == TINY_CYCLES
-    assert all(restart["read"] >= restart["acknowledged"] for restart in across), across
+    assert not any(went_back(restart["acknowledged"], restart["read"]) for restart in across)
     assert group["committed_offset_at_end"] >= group["highest_commit"]
     transactions = crash["transactions"]
     assert transactions["transactions"]["committed"] > 0

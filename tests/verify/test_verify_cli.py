@@ -84,7 +84,7 @@ def test_a_spark_error_is_one_line_naming_the_spark_log(
     history = next(broken.history_dir.glob("*.parquet"))
     history.write_bytes(b"not parquet")
     done = eoslab(tmp_path, lab_env, "verify", broken.run_id)
-    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith("error: Spark: [")
     assert history.name in line
@@ -95,14 +95,14 @@ def test_an_unreachable_spark_connect_server_is_one_line(tmp_path: Path) -> None
     """pyspark's client would retry it silently for minutes."""
     remote = f"sc://127.0.0.1:{free_port()}"
     done = eoslab(tmp_path, {}, "verify", "--remote", remote, ".")
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stderr.splitlines() == [f"error: no Spark Connect server answers at {remote}"]
 
 
 def test_a_folder_without_run_json_is_not_a_run_directory(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     done = eoslab(tmp_path, {}, "verify", "--master", "local[2]", "empty")
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert done.stderr.splitlines() == [
         "error: empty/run.json: not found: empty is not a run directory"
     ]
@@ -110,7 +110,7 @@ def test_a_folder_without_run_json_is_not_a_run_directory(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     ("command", "code"),
-    [(("verify", "--master", "local[2]"), 2), (("report", "run"), 1), (("report", "nightly"), 1)],
+    [(("verify", "--master", "local[2]"), 1), (("report", "run"), 1), (("report", "nightly"), 1)],
 )
 def test_a_corrupt_run_json_is_named_by_every_command_that_reads_it(
     tmp_path: Path, command: tuple[str, ...], code: int

@@ -83,6 +83,10 @@ class Committer(Background):
         with self._lock:
             return self.highest_commit
 
+    def acknowledged_commits(self) -> int:
+        with self._lock:
+            return self.commits
+
     def _run(self) -> None:
         consumer = Consumer({**CONSUMER_CONFIG, "bootstrap.servers": self.bootstrap})
         consumer.subscribe([WITNESS_TOPIC])

@@ -22,6 +22,9 @@ from eoslab.soak.pacing import KillPacing
 from eoslab.soak.transactions import TXN_TOPIC, TxnProducer
 from eoslab.soak.witness import WITNESS_TOPIC
 
+ABORT_WAIT_S = 60.0
+"""How long the transactional producer may go on after the kills for an abort in the log."""
+
 
 @dataclass(frozen=True)
 class CrashParams:
@@ -87,6 +90,7 @@ def run_crash_cycles(params: CrashParams, workdir: Path) -> dict[str, object]:
             # both sides of each restart (read None: the restarted coordinator answered errors)
             commits_after_restarts.append({"acknowledged": committed_before, "read": committed})
         pacing.stop()
+        transactions.wait_for_an_abort_in_log(ABORT_WAIT_S)
         transactions.stop()
         with broker.client(30.0) as client:
             check = witness.check(client)

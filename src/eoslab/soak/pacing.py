@@ -1,6 +1,6 @@
 """What every kill-cycle soak shares: the witness producer and the committing group running
-beside the kills, and the pacing of the kills — each waits for new acknowledgements (progress
-between two kills), then a seeded random pause (the kill lands at varying points of a
+beside the kills, and the pacing of the kills — each waits for new acknowledgements of records
+and of a commit (progress between two kills), then a seeded random pause (the kill lands at varying points of a
 produce); no kill after the time bound."""
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ class KillPacing:
     max_extra_s: float
     seed: int
     stalls: int = 0
-    """Cycles whose acknowledgements did not come within PROGRESS_TIMEOUT_S."""
+    """Cycles whose acknowledgements (records and a commit) did not come within
+    PROGRESS_TIMEOUT_S."""
     seconds: float = 0.0
     """From the first kill's pacing to the stop of the witness and the group."""
     _begin: float = field(init=False, default=0.0)
@@ -38,10 +39,19 @@ class KillPacing:
         self.committer = Committer(self.bootstrap)
 
     def _progress(self) -> bool:
+        """New acknowledgements, and a new acknowledged commit of the group (on a loaded
+        machine its join may take longer than the witness's acks: a kill before the group's
+        first commit would test no committed offset across the restart)."""
         target = self.witness.acknowledged() + self.acks_per_cycle
+        commits = self.committer.acknowledged_commits() + 1
         return bool(
             wait_until(
-                lambda: self.witness.acknowledged() >= target, PROGRESS_TIMEOUT_S, interval_s=0.05
+                lambda: (
+                    self.witness.acknowledged() >= target
+                    and self.committer.acknowledged_commits() >= commits
+                ),
+                PROGRESS_TIMEOUT_S,
+                interval_s=0.05,
             )
         )
 

@@ -1,9 +1,9 @@
 """A transactional producer beside the crash cycles: the transaction state must reload intact.
 
 It writes transactions of :data:`RECORDS_PER_TXN` records (``<session>/<txn>/<i>``) to one
-partition, committing each or, one in :data:`ABORT_EVERY` (the second, the seventh, ...: an
-aborted one is in the log however few transactions the crash cycles leave time for), aborting
-it, and remembers how each ended as librdkafka told it: committed, aborted, or unknown (its
+partition, committing each or, one in :data:`ABORT_EVERY` (the second, the seventh, ...),
+aborting it (after the kills the crash cycles let it go on until one abort's records are in the
+log: there to be wrongly read), and remembers how each ended as librdkafka told it: committed, aborted, or unknown (its
 commit was asked for and no answer came before the session had to be replaced). An error that
 requires an abort aborts; a retriable one asks again; a fatal one (or a call that keeps
 failing) ends the session, and the next session's ``init_transactions`` fences it and makes the
@@ -29,6 +29,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from eoslab.admin import end_offsets
 from eoslab.background import Background
+from eoslab.clock import wait_until
 from eoslab.soak.witness import read_topic
 
 TXN_TOPIC = "soak-txn"
@@ -65,6 +66,9 @@ class TxnProducer(Background):
     )
     sessions: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    aborts_in_log: int = 0
+    """Aborts answered after every record of their transaction was acknowledged: records of an
+    aborted transaction the read-back finds in the log (the check's premise)."""
 
     thread_name: ClassVar[str] = "soak-txn"
     join_timeout_s: ClassVar[float | None] = 120.0
@@ -107,7 +111,8 @@ class TxnProducer(Background):
                     break
                 except BufferError:
                     producer.poll(0.05)
-        producer.flush(CALL_TIMEOUT_S)  # in the log before the abort: there to be wrongly read
+        # in the log before the abort: there to be wrongly read
+        all_in_log = producer.flush(CALL_TIMEOUT_S) == 0
         try:
             if commit:
                 self._call(
@@ -123,7 +128,20 @@ class TxnProducer(Background):
             self._call("abort_transaction", lambda: producer.abort_transaction(CALL_TIMEOUT_S))
         except (KafkaException, SessionEndedError):
             return "aborted-unanswered"
+        if all_in_log:
+            with self._lock:
+                self.aborts_in_log += 1
         return "aborted"
+
+    def wait_for_an_abort_in_log(self, timeout_s: float) -> bool:
+        """Wait until an aborted transaction's records are in the log (on a loaded machine the
+        kill cycles may end before the first abort, or let none be acknowledged)."""
+
+        def found() -> bool:
+            with self._lock:
+                return self.aborts_in_log > 0
+
+        return bool(wait_until(found, timeout_s, interval_s=0.1))
 
     def _run(self) -> None:
         begin = time.monotonic()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from eoslab.soak.committer import went_back
+
 MAX_RSS_GROWTH = 2.0
 """The broker's RSS in the last quarter of the run at most this many times the first's."""
 
@@ -58,7 +60,7 @@ def _group_problems(where: str, group: dict[str, Any]) -> list[str]:
     found = []
     if group["acknowledged_commits_lower_than_an_earlier_one"]:
         found.append(f"{where}: an acknowledged commit went below an earlier one")
-    if group["committed_offset_at_end"] < group["highest_commit"]:
+    if went_back(group["highest_commit"], group["committed_offset_at_end"]):
         found.append(f"{where}: the group's committed offset ended behind an acknowledged commit")
     if not group["acknowledged_commits"]:
         found.append(f"{where}: the consumer group committed nothing")
@@ -79,6 +81,8 @@ def _transaction_problems(txn: dict[str, Any]) -> list[str]:
             found.append(f"crash: {txn[name]} {what}")
     if not txn["transactions"]["committed"]:
         found.append("crash: the transactional producer committed nothing")
+    if not txn["aborted_records_in_log"]:
+        found.append("crash: no aborted transaction's records in the log (none to wrongly read)")
     if txn["last_stable_offset"] != txn["high_watermark"]:
         found.append("crash: a transaction was left open (last stable offset below the end)")
     return found
@@ -103,7 +107,9 @@ def crash_problems(figures: dict[str, Any]) -> list[str]:
     found += _group_problems("crash", group)
     found += _transaction_problems(figures["transactions"])
     if figures["cycles_without_progress"]:
-        found.append(f"crash: {figures['cycles_without_progress']} cycles without an ack")
+        found.append(
+            f"crash: {figures['cycles_without_progress']} cycles without new acks and a commit"
+        )
     return found + _witness_problems("crash", figures["witness"])
 
 
@@ -154,7 +160,9 @@ def kafka_cycle_problems(target: str, figures: dict[str, Any]) -> list[str]:
     if figures["leadership_moved"] < figures["cycles"]:
         found.append(f"{where}: leadership did not move after every kill")
     if figures["cycles_without_progress"]:
-        found.append(f"{where}: {figures['cycles_without_progress']} cycles without an ack")
+        found.append(
+            f"{where}: {figures['cycles_without_progress']} cycles without new acks and a commit"
+        )
     found += _group_problems(where, figures["consumer_group"])
     return found + _witness_problems(where, figures["witness"], misplaced=False)
 

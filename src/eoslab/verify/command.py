@@ -1,7 +1,8 @@
 """`eoslab verify RUN_DIR`: check a run and print its verdict.
 
-Exit codes: 0 the run conforms, 1 it does not, 2 the run could not be checked (the run
-directory or a suite is unusable, or Spark failed: one line says why, and where Spark's log is).
+Exit codes as every command that judges runs: 0 the run conforms, 2 it does not, 3 it is
+invalid, 1 it could not be checked (the run directory or a suite is unusable, or Spark failed:
+one line says why, and where Spark's log is).
 """
 
 from __future__ import annotations
@@ -70,16 +71,16 @@ def verify(
     from_topic = from_topic or bootstrap is not None
     remote = None if master else remote or default_remote()
     if remote and not answers(remote):
-        raise fail(f"no Spark Connect server answers at {remote}", code=2)
+        raise fail(f"no Spark Connect server answers at {remote}")
     run = RunDir(run_dir)
     if not run.run_json.is_file():
-        raise fail(f"{run.run_json}: not found: {run_dir} is not a run directory", code=2)
+        raise fail(f"{run.run_json}: not found: {run_dir} is not a run directory")
     try:  # before a Spark starts: a run that cannot be read is told in a second
         require_topic(run, run.read_info(), bootstrap=bootstrap, from_topic=from_topic)
     except (TopicGoneError, RunDirError, ValidationError, FileNotFoundError) as error:
-        raise fail(error, code=2) from error
+        raise fail(error) from error
     except KafkaException as error:
-        raise fail(f"cannot read the run's topic: {error.args[0].str()}", code=2) from None
+        raise fail(f"cannot read the run's topic: {error.args[0].str()}") from None
     if remote:
         console.print(f"checking on the Spark Connect server {remote}")
     else:
@@ -99,9 +100,9 @@ def verify(
         RunDirError,
         ValidationError,
     ) as error:
-        raise fail(error, code=2) from error
+        raise fail(error) from error
     except PySparkException as error:
-        raise fail(f"Spark: {spark_failure(error)} ({_spark_log(remote)})", code=2) from None
+        raise fail(f"Spark: {spark_failure(error)} ({_spark_log(remote)})") from None
     print_verdict(verdict)
     if not verdict.conforms:
         raise typer.Exit(code=verdict.status.exit_code)

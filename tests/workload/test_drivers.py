@@ -14,6 +14,7 @@ from eoslab.clients import MATRIX_DRIVERS, ClientError, ClientLaunch, ClientRef,
 from eoslab.rundir import REPLICATION, LabTarget
 from eoslab.runtime.local import LocalRuntime
 from eoslab.workload.drivers.api import ClientApi, ConsumerApi
+from eoslab.workload.drivers.contract import Line, record
 from eoslab.workload.drivers.java import config as java_config
 from eoslab.workload.drivers.java import failure_line
 from eoslab.workload.drivers.registry import prepare
@@ -249,3 +250,68 @@ def test_a_drivers_client_sends_a_burst_by_itself(lab: LocalRuntime, ref: str) -
         assert reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=30) == (0, 500)
     finally:
         reader.close()
+
+
+EVERY_BYTE = bytes(range(256)) * 4
+ODD_RECORDS: list[tuple[bytes | None, bytes | None]] = [
+    (None, EVERY_BYTE),
+    (b"", b""),
+    (EVERY_BYTE[::-1], None),  # a tombstone
+    (b"k\n{", b'{"op":"exit"}\n'),  # what a line of the protocol would look like, as bytes
+]
+
+
+@pytest.mark.parametrize("ref", [str(ref) for ref in MATRIX_DRIVERS])
+def test_a_drivers_records_cross_as_bytes_and_every_token_gets_its_outcome(
+    lab: LocalRuntime, ref: str
+) -> None:
+    """The produce path's binary payload: null and empty keys and values, every byte value,
+    records of two topics interleaved (one payload each in turn) arrive as they were sent, at
+    the offsets their acknowledgements gave; records for a producer the driver does not have
+    each get a failed delivery."""
+    bootstrap = lab.config.bootstrap("kafka")
+    topics = [f"bytes-{parse_client(ref).family}-{n}-{time.monotonic_ns()}" for n in (0, 1)]
+    for topic in topics:
+        create_topic(bootstrap, topic, 1, REPLICATION["kafka"])
+    client = ClientApi(prepare(parse_client(ref)))
+    acked: dict[str, list[tuple[int, bytes | None, bytes | None]]] = {t: [] for t in topics}
+    try:
+        producer = client.producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        assert isinstance(producer, RemoteProducer)
+        for key, value in ODD_RECORDS * 3:
+            for topic in topics:
+                producer.produce(
+                    topic,
+                    value=value,
+                    key=key,
+                    partition=0,
+                    on_delivery=lambda error, msg: acked[str(msg.topic())].append(
+                        (-1 if error else msg.offset() or 0, msg.key(), msg.value())
+                    ),
+                )
+        assert producer.flush(60) == 0
+    finally:
+        client.close()
+    driver = DriverProcess(prepare(parse_client(ref)))
+    outcomes: list[Line | None] = []
+    try:
+        token = next(driver.tokens)
+        driver.deliveries[token] = lambda _t, _p, _o, failed: outcomes.append(failed)
+        driver.produce("p-none", topics[0], token, record(token, 0, None, b"lost"))
+        deadline = time.monotonic() + 30
+        while not outcomes and time.monotonic() < deadline:
+            driver.serve(0.1)
+    finally:
+        driver.close()
+    (failed,) = outcomes
+    assert failed is not None
+    assert kafka_error(failed).code() == KafkaError._STATE
+    for topic in topics:
+        assert acked[topic] == [(n, k, v) for n, (k, v) in enumerate(ODD_RECORDS * 3)]
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": topic})
+        try:
+            reader.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            read = [reader.poll(30) for _ in ODD_RECORDS * 3]
+        finally:
+            reader.close()
+        assert [(m.offset(), m.key(), m.value()) for m in read if m is not None] == acked[topic]

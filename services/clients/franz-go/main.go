@@ -1,8 +1,9 @@
 // eoslab's driver for franz-go (github.com/twmb/franz-go): the lab's workload roles (the Python
 // session processes) run their Kafka client through it. One driver process per session, a child
 // of the session's process and in its process group (a kill -9 or a SIGSTOP of the session
-// reaches both); it reads one command a line on stdin and writes replies and events on stdout,
-// as src/eoslab/workload/drivers/contract.py specifies. It holds no application logic: what to
+// reaches both); it reads one command a line on stdin (a produce line followed by its records'
+// bytes) and writes replies and events on stdout, as src/eoslab/workload/drivers/contract.py
+// specifies. It holds no application logic: what to
 // send, when to commit, what a record's effect is, are the host's.
 //
 // Built once per franz-go module version by src/eoslab/workload/drivers/franz_go (the same
@@ -13,7 +14,9 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
+	"io"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -32,11 +35,10 @@ type command struct {
 	Handle        string            `json:"handle"`
 	Config        map[string]string `json:"config"`
 	StatsMs       int64             `json:"stats_ms"`
-	Token         int64             `json:"token"`
 	Topic         string            `json:"topic"`
 	Partition     int32             `json:"partition"`
-	Key           *string           `json:"key"`
-	Value         *string           `json:"value"`
+	Bytes         int               `json:"bytes"`
+	records       []byte            // the Bytes after the line (produce)
 	TimeoutMs     *int64            `json:"timeout_ms"`
 	Offsets       [][]any           `json:"offsets"`
 	GroupMetadata int64             `json:"group_metadata"`
@@ -74,7 +76,7 @@ type rebalance struct {
 }
 
 type driver struct {
-	in         chan []byte
+	in         chan *command
 	rebalances chan *rebalance
 	producers  map[string]*producer
 	consumers  map[string]*consumer
@@ -86,7 +88,7 @@ type driver struct {
 func main() {
 	startWire()
 	d := &driver{
-		in:         make(chan []byte, 1024),
+		in:         make(chan *command, 1024),
 		rebalances: make(chan *rebalance),
 		producers:  map[string]*producer{},
 		consumers:  map[string]*consumer{},
@@ -96,35 +98,40 @@ func main() {
 	d.serve(false)
 }
 
-// read hands stdin's lines to the command loop; at its end the host is gone: exit at once.
+// read hands stdin's commands (with the bytes after a produce line) to the command loop; at its
+// end the host is gone: exit at once.
 func (d *driver) read() {
 	stdin := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := stdin.ReadBytes('\n')
-		if len(line) > 0 && err == nil {
-			d.in <- line
-		}
 		if err != nil {
 			os.Exit(0)
 		}
+		cmd := &command{}
+		if err := json.Unmarshal(line, cmd); err != nil {
+			logf("not a JSON command: %s", strings.TrimSpace(string(line)))
+			continue
+		}
+		if cmd.Bytes > 0 {
+			cmd.records = make([]byte, cmd.Bytes)
+			if _, err := io.ReadFull(stdin, cmd.records); err != nil {
+				os.Exit(0)
+			}
+		}
+		d.in <- cmd
 	}
 }
 
 // serve runs commands until stdin closes, or (inside a rebalance callback) until resume.
 func (d *driver) serve(untilResume bool) {
-	for line := range d.in {
-		var cmd command
-		if err := json.Unmarshal(line, &cmd); err != nil {
-			logf("not a JSON command: %s", strings.TrimSpace(string(line)))
-			continue
-		}
+	for cmd := range d.in {
 		if cmd.Op == "resume" {
 			if untilResume {
 				return
 			}
 			continue
 		}
-		d.execute(&cmd)
+		d.execute(cmd)
 	}
 }
 
@@ -186,6 +193,10 @@ func (d *driver) execute(cmd *command) {
 
 // run does one command: its reply's result (nil: no reply), or its failure.
 func (d *driver) run(cmd *command) (any, *failure) {
+	if cmd.Op == "produce" {
+		d.produce(cmd)
+		return nil, nil
+	}
 	if p := d.producers[cmd.Handle]; p == nil && isProducerOp(cmd.Op) {
 		f := refused(codeState, "no producer %q", cmd.Handle)
 		return nil, &f
@@ -205,9 +216,6 @@ func (d *driver) run(cmd *command) (any, *failure) {
 		}
 		d.producers[cmd.Handle] = p
 		return empty, nil
-	case "produce":
-		d.producers[cmd.Handle].produce(cmd.Token, cmd.Topic, cmd.Partition, raw(cmd.Key), raw(cmd.Value))
-		return nil, nil
 	case "purge":
 		d.producers[cmd.Handle].purge()
 		return empty, nil
@@ -247,7 +255,7 @@ func (d *driver) run(cmd *command) (any, *failure) {
 
 func isProducerOp(op string) bool {
 	switch op {
-	case "produce", "produce_burst", "purge", "init_transactions", "begin_transaction", "commit_transaction",
+	case "produce_burst", "purge", "init_transactions", "begin_transaction", "commit_transaction",
 		"abort_transaction", "send_offsets_to_transaction", "close_producer":
 		return true
 	}
@@ -261,6 +269,36 @@ func isConsumerOp(op string) bool {
 		return true
 	}
 	return false
+}
+
+// produce hands each record of a produce command to its producer (every token gets its outcome:
+// a failed delivery when there is no such producer).
+func (d *driver) produce(cmd *command) {
+	p := d.producers[cmd.Handle]
+	records := cmd.records
+	for len(records) >= 20 {
+		token := int64(binary.BigEndian.Uint64(records))
+		partition := int32(binary.BigEndian.Uint32(records[8:]))
+		keyLength := int32(binary.BigEndian.Uint32(records[12:]))
+		valueLength := int32(binary.BigEndian.Uint32(records[16:]))
+		records = records[20:]
+		key, value := cut(&records, keyLength), cut(&records, valueLength)
+		if p == nil {
+			delivered(token, partition, refused(codeState, "no producer %q", cmd.Handle))
+			continue
+		}
+		p.produce(token, cmd.Topic, partition, key, value)
+	}
+}
+
+// cut takes length bytes off the front of records (-1: nil, a null key or value).
+func cut(records *[]byte, length int32) []byte {
+	if length < 0 {
+		return nil
+	}
+	data := (*records)[:length:length]
+	*records = (*records)[length:]
+	return data
 }
 
 // snapshot keeps the consumer's group membership now for a transactional producer's offsets.

@@ -106,14 +106,16 @@ func (d *driver) newProducer(handle string, native map[string]string, statsMs in
 
 func (p *producer) produce(token int64, topic string, partition int32, key, value []byte) {
 	if p.purged {
-		p.delivered(token, partition, nil, refused(codeState, "the producer was purged: it takes no more records"))
+		delivered(token, partition, refused(codeState, "the producer was purged: it takes no more records"))
 		return
 	}
 	record := &kgo.Record{Topic: topic, Partition: partition, Key: key, Value: value}
 	p.cl.Produce(context.Background(), record, func(r *kgo.Record, err error) {
 		if err != nil {
 			p.failed.Add(1)
-			p.delivered(token, r.Partition, nil, classify(err, inDelivery))
+			f := classify(err, inDelivery)
+			p.reportFatal(f)
+			delivered(token, r.Partition, f)
 			return
 		}
 		p.acked.Add(1)
@@ -121,11 +123,7 @@ func (p *producer) produce(token int64, topic string, partition int32, key, valu
 			p.producerID.Store(r.ProducerID)
 			p.producerEpoch.Store(int32(r.ProducerEpoch))
 		}
-		var offset any
-		if r.Offset >= 0 {
-			offset = r.Offset
-		}
-		p.delivered(token, r.Partition, offset, failure{})
+		ack(token, r.Partition, r.Offset)
 	})
 }
 
@@ -150,13 +148,9 @@ func (p *producer) burst(topic string, partition int32, count, size int) map[str
 	return map[string]any{"seconds": time.Since(start).Seconds(), "failed": failed.Load()}
 }
 
-func (p *producer) delivered(token int64, partition int32, offset any, f failure) {
-	fields := map[string]any{"token": token, "partition": partition, "offset": offset}
-	if f.reason != "" {
-		fields["error"] = f.object()
-		p.reportFatal(f)
-	}
-	event("delivery", fields)
+// delivered reports a record that failed.
+func delivered(token int64, partition int32, f failure) {
+	event("delivery", map[string]any{"token": token, "partition": partition, "offset": nil, "error": f.object()})
 }
 
 // reportFatal says, once, that the client went fatal (librdkafka's error_cb).

@@ -10,7 +10,12 @@ and reports what the client says. stdin closing means the host is gone: the driv
 without flushing or closing anything, as a crash would (a kill -9 of the session reaches it
 anyway, through the process group; so does a SIGSTOP).
 
-Bytes (record keys and values) cross as latin-1 strings: one character per byte.
+Bytes (record keys and values) cross as latin-1 strings (one character per byte), except on
+the produce path, where they cross as they are: ``produce`` carries its records in a binary
+payload after its line, and acknowledgements come back several a line (``acks``). Measured on
+1 KiB values: encoding a record 0.2 µs against 5.9 µs as a JSON line, reading an
+acknowledgement 0.35 µs against 2.4 µs (the host's cost per record was 4.5 times
+librdkafka's).
 
 Commands (``op``; those with an ``id`` are answered by a reply with ``re`` = that id)::
 
@@ -20,8 +25,12 @@ Commands (``op``; those with an ``id`` are answered by a reply with ``re`` = tha
                                                    (transactional) producer sends: a client
                                                    that commits them only from one client of
                                                    both roles (franz-go) makes them one
-    {"op": "produce", "handle", "token", "topic", "partition", "key", "value"}   (no reply:
-                                                   a "delivery" event for the token, always)
+    {"op": "produce", "handle", "topic", "bytes": L}   followed on stdin by L bytes: records,
+                                                   each a RECORD header (token, partition, key
+                                                   length, value length; big-endian; -1: null)
+                                                   then the key's and the value's bytes. No
+                                                   reply: every token gets an "acks" entry or a
+                                                   "delivery" event, always
     {"op": "purge", "id", "handle"}             abandon every outstanding record (each gets its
                                                    delivery event, with an error); the producer
                                                    takes no more
@@ -66,8 +75,11 @@ Replies: ``{"re": id, "ok": result}`` or ``{"re": id, "error": ERROR}``.
 
 Events (``ev``), at any time::
 
-    {"ev": "delivery", "token", "partition", "offset" (null: acknowledged without one),
-     "error": ERROR | absent}
+    {"ev": "acks", "acks": [token, partition, offset, token, partition, offset, ...]}
+                                                records acknowledged (offset null: without one),
+                                                   in the order the client reported them
+    {"ev": "delivery", "token", "partition", "offset": null, "error": ERROR}
+                                                a record that failed
     {"ev": "error", "handle", "error": ERROR}   the client went fatal (librdkafka's error_cb)
     {"ev": "stats", "handle", "stats": {"producer_id", "producer_epoch", and the client's own
      counters}}                                 every stats_ms
@@ -88,6 +100,7 @@ Each driver's README-level docstring lists how its client's exceptions map.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 OFFSET_INVALID = -1001
@@ -95,13 +108,20 @@ OFFSET_BEGINNING = -2
 OFFSET_END = -1
 
 Line = dict[str, Any]
+RECORD = struct.Struct(">qiii")
+"""A produced record's header in a ``produce`` payload: token, partition, key length, value
+length (-1: null), big-endian; the key's bytes and the value's follow it."""
 
 
-def latin1(data: bytes | str | None) -> str | None:
-    """Bytes as the protocol carries them (one character per byte)."""
-    if data is None:
-        return None
-    return (data.encode() if isinstance(data, str) else data).decode("latin-1")
+def record(token: int, partition: int, key: bytes | None, value: bytes | None) -> bytes:
+    """One record of a ``produce`` payload."""
+    return (
+        RECORD.pack(
+            token, partition, -1 if key is None else len(key), -1 if value is None else len(value)
+        )
+        + (key or b"")
+        + (value or b"")
+    )
 
 
 def raw(text: str | None) -> bytes | None:

@@ -24,7 +24,7 @@ from typing import Any
 from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, Message, TopicPartition
 
 from eoslab.clients import ClientLaunch
-from eoslab.workload.drivers.contract import Line, latin1, raw
+from eoslab.workload.drivers.contract import Line, raw, record
 
 PARTITION_EOF = KafkaError._PARTITION_EOF
 DRIVER_GONE = KafkaError._FATAL
@@ -36,6 +36,9 @@ passed: not a write per record (the producer polls after every one)."""
 DEFAULT_CALL_TIMEOUT_S = 30.0
 
 Config = dict[str, Any]
+Delivered = Callable[[int, int, "int | None", "Line | None"], None]
+"""A produced record's outcome: token, partition, offset (None: acknowledged without one), the
+ERROR it failed with (None: acknowledged)."""
 Translate = Callable[[Config], tuple[dict[str, str], int]]
 """librdkafka properties → (the driver's native properties, statistics interval in ms)."""
 
@@ -74,7 +77,9 @@ class DriverProcess:
         self._ids = itertools.count(1)
         self._handles = itertools.count(1)
         self.tokens = itertools.count(1)
-        self.deliveries: dict[int, Callable[[Line], None]] = {}
+        self.deliveries: dict[int, Delivered] = {}
+        self._records = bytearray()
+        self._records_for: tuple[str, str] | None = None
         self._listeners: dict[str, Callable[[Line], None]] = {}
         self._rebalance: dict[str, Callable[[Line], None]] = {}
         threading.Thread(target=self._read, name="driver-lines", daemon=True).start()
@@ -103,11 +108,34 @@ class DriverProcess:
 
     def write(self, line: Line) -> None:
         """A command without a reply (buffered: sent by the next flush, call or serve)."""
-        data = json.dumps(line, separators=(",", ":")).encode() + b"\n"
+        self._write_records()
+        self._write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+
+    def _write(self, data: bytes | bytearray) -> None:
         self._pending += len(data)
         self._stdin.write(data)
 
+    def produce(self, handle: str, topic: str, token: int, data: bytes) -> None:
+        """A record for ``handle``'s producer (buffered with the ones before it into one
+        ``produce`` command: sent before any other command, or once FLUSH_BYTES are held)."""
+        if self._records_for != (handle, topic):
+            self._write_records()
+            self._records_for = (handle, topic)
+        self._records += data
+        if len(self._records) >= FLUSH_BYTES:
+            self._write_records()
+
+    def _write_records(self) -> None:
+        if not self._records or self._records_for is None:
+            return
+        handle, topic = self._records_for
+        header = {"op": "produce", "handle": handle, "topic": topic, "bytes": len(self._records)}
+        self._write(json.dumps(header, separators=(",", ":")).encode() + b"\n")
+        self._write(self._records)
+        self._records = bytearray()
+
     def flush(self) -> None:
+        self._write_records()
         self._pending = 0
         self._flushed = time.monotonic()
         try:
@@ -159,22 +187,20 @@ class DriverProcess:
         written is sent first, unless the poll does not wait and little is pending."""
         if (
             timeout_s != 0
-            or self._pending >= FLUSH_BYTES
+            or self._pending + len(self._records) >= FLUSH_BYTES
             or time.monotonic() - self._flushed >= FLUSH_INTERVAL_S
         ):
             self.flush()
         served = 0
         while self._stashed:
-            self._dispatch(self._stashed.popleft())
-            served += 1
+            served += self._dispatch(self._stashed.popleft())
         deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
         while True:
             wait = None if deadline is None else deadline - time.monotonic()
             line = self._next(0 if served else (max(0.0, wait) if wait is not None else None))
             if line is None:
                 return served
-            self._dispatch(line)
-            served += 1
+            served += self._dispatch(line)
 
     def _next(self, timeout_s: float | None) -> Line | None:
         try:
@@ -184,13 +210,23 @@ class DriverProcess:
         except queue.Empty:
             return None
 
-    def _dispatch(self, line: Line) -> None:
-        if line.get("ev") == "delivery":
-            callback = self.deliveries.pop(int(line["token"]), None)
-            if callback is not None:
-                callback(line)
+    def _dispatch(self, line: Line) -> int:
+        """Serve one line's events; how many."""
+        kind = line.get("ev")
+        if kind == "acks":
+            acks = line["acks"]
+            for at in range(0, len(acks), 3):
+                token, partition, offset = acks[at : at + 3]
+                if callback := self.deliveries.pop(token, None):
+                    callback(token, partition, offset, None)
+            return len(acks) // 3
+        if kind == "delivery":
+            token = int(line["token"])
+            if callback := self.deliveries.pop(token, None):
+                callback(token, int(line["partition"]), line.get("offset"), line.get("error"))
         elif "handle" in line and line["handle"] in self._listeners:
             self._listeners[line["handle"]](line)
+        return 1
 
     def close(self) -> None:
         """Ask the driver to exit (it halts at once) and reap it."""
@@ -269,28 +305,21 @@ class RemoteProducer:
             time.monotonic(),
             on_delivery or self._on_delivery,
         )
-        self._driver.deliveries[token] = lambda line: self._delivered(token, line)
-        self._driver.write(
-            {
-                "op": "produce",
-                "handle": self.handle,
-                "token": token,
-                "topic": topic,
-                "partition": partition,
-                "key": latin1(key_bytes),
-                "value": latin1(value_bytes),
-            }
+        self._driver.deliveries[token] = self._delivered
+        self._driver.produce(
+            self.handle, topic, token, record(token, partition, key_bytes, value_bytes)
         )
 
-    def _delivered(self, token: int, line: Line) -> None:
+    def _delivered(
+        self, token: int, partition: int, offset: int | None, failed: Line | None
+    ) -> None:
         sent = self._outstanding.pop(token)
         if sent.on_delivery is None:
             return
-        error = None if line.get("error") is None else kafka_error(line["error"])
-        offset = line.get("offset")
+        error = None if failed is None else kafka_error(failed)
         message = Message(
             topic=sent.topic,
-            partition=int(line.get("partition", sent.partition)),
+            partition=partition,
             offset=-1001 if offset is None else int(offset),
             key=sent.key,
             value=sent.value,

@@ -2,11 +2,13 @@ package eoslab.driver;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.BufferedReader;
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -21,8 +23,9 @@ import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
  * eoslab's driver for Kafka's Java client: the lab's workload roles (the Python session
  * processes) run their Kafka client through it. One driver process per session, a child of the
  * session's process and in its process group (a kill -9 or a SIGSTOP of the session reaches
- * both); it reads one command a line on stdin and writes replies and events on stdout, as
- * {@code src/eoslab/workload/drivers/contract.py} specifies. It holds no application logic: what
+ * both); it reads one command a line on stdin (a {@code produce} line followed by its records'
+ * bytes) and writes replies and events on stdout, as {@code
+ * src/eoslab/workload/drivers/contract.py} specifies. It holds no application logic: what
  * to send, when to commit, what a record's effect is, are the host's.
  *
  * <p>stdin closing means the host is gone: the driver halts at once, as a crash would, without
@@ -31,8 +34,8 @@ import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 public final class Driver {
   private static final int SNAPSHOTS_KEPT = 64;
 
-  private final BufferedReader in =
-      new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8), 1 << 16);
+  private final DataInputStream in = new DataInputStream(new BufferedInputStream(System.in, 1 << 16));
+  private final ByteArrayOutputStream line = new ByteArrayOutputStream(256);
   private final Map<String, ProducerHandle> producers = new HashMap<>();
   private final Map<String, ConsumerHandle> consumers = new HashMap<>();
   private final Map<Long, ConsumerGroupMetadata> snapshots = new LinkedHashMap<>();
@@ -49,24 +52,37 @@ public final class Driver {
   /** Commands until stdin closes, or (inside a rebalance callback) until {@code resume}. */
   void serve(boolean untilResume) {
     while (true) {
-      String line;
+      JsonNode command;
+      byte[] records = null;
       try {
-        line = in.readLine();
-      } catch (IOException e) {
-        line = null;
-      }
-      if (line == null) {
+        if (!readLine()) {
+          Runtime.getRuntime().halt(0);
+          return;
+        }
+        try {
+          command = Wire.JSON.readTree(line.toByteArray());
+        } catch (IOException e) {
+          System.err.println("eoslab driver: not a JSON command: " + line);
+          continue;
+        }
+        if (command.has("bytes")) {
+          records = new byte[command.get("bytes").asInt()];
+          in.readFully(records);
+        }
+      } catch (IOException e) { // stdin closed: the host is gone
         Runtime.getRuntime().halt(0);
         return;
       }
-      JsonNode command;
-      try {
-        command = Wire.JSON.readTree(line);
-      } catch (IOException e) {
-        System.err.println("eoslab driver: not a JSON command: " + line);
+      String op = command.path("op").asText();
+      if (records != null) {
+        try {
+          produce(command, ByteBuffer.wrap(records));
+        } catch (BufferUnderflowException | NegativeArraySizeException malformed) {
+          System.err.println("eoslab driver: a produce payload that is not records: " + malformed);
+          Runtime.getRuntime().halt(1); // the host sees the driver gone, as after a crash
+        }
         continue;
       }
-      String op = command.path("op").asText();
       if (op.equals("resume")) {
         if (untilResume) {
           return;
@@ -75,6 +91,49 @@ public final class Driver {
       }
       execute(op, command);
     }
+  }
+
+  /** The next line of stdin into {@code line} (without its newline); false at its end. */
+  private boolean readLine() throws IOException {
+    line.reset();
+    int next;
+    while ((next = in.read()) != '\n') {
+      if (next < 0) {
+        return false;
+      }
+      line.write(next);
+    }
+    return true;
+  }
+
+  /** A {@code produce} command's records, each handed to the client. */
+  private void produce(JsonNode command, ByteBuffer records) {
+    String handle = command.path("handle").asText();
+    ProducerHandle producer = producers.get(handle);
+    String topic = command.path("topic").asText();
+    RuntimeException noProducer = new IllegalStateException("no producer " + handle);
+    while (records.hasRemaining()) {
+      long token = records.getLong();
+      int partition = records.getInt();
+      int keyLength = records.getInt();
+      int valueLength = records.getInt();
+      byte[] key = bytes(records, keyLength);
+      byte[] value = bytes(records, valueLength);
+      if (producer == null) {
+        Wire.delivery(token, partition, Failure.of(noProducer, Failure.Context.CALL, null, false));
+      } else {
+        producer.produce(token, topic, partition, key, value);
+      }
+    }
+  }
+
+  private static byte[] bytes(ByteBuffer records, int length) {
+    if (length < 0) {
+      return null;
+    }
+    byte[] data = new byte[length];
+    records.get(data);
+    return data;
   }
 
   void serveUntilResume() {
@@ -107,16 +166,6 @@ public final class Driver {
           }
           consumers.put(handle, new ConsumerHandle(handle, config, command.path("eof").asBoolean(), this));
           Wire.reply(id, Wire.object());
-          break;
-        case "produce":
-          producers
-              .get(handle)
-              .produce(
-                  command.get("token").asLong(),
-                  command.get("topic").asText(),
-                  command.get("partition").asInt(),
-                  Wire.bytes(command.get("key")),
-                  Wire.bytes(command.get("value")));
           break;
         case "purge":
           producers.get(handle).purge();

@@ -64,23 +64,14 @@ final class ProducerHandle {
       producer.send(
           new ProducerRecord<>(topic, partition, key, value),
           (metadata, error) -> {
-            ObjectNode event = Wire.event("delivery");
-            event.put("token", token);
             if (error == null) {
-              event.put("partition", metadata.partition());
-              event.put("offset", metadata.hasOffset() ? metadata.offset() : null);
+              Wire.ack(token, metadata.partition(), metadata.hasOffset() ? metadata.offset() : null);
             } else {
-              event.put("partition", partition);
-              event.set("error", delivered(error));
+              Wire.delivery(token, partition, delivered(error));
             }
-            Wire.emit(event);
           });
     } catch (RuntimeException refused) {
-      ObjectNode event = Wire.event("delivery");
-      event.put("token", token);
-      event.put("partition", partition);
-      event.set("error", delivered(refused));
-      Wire.emit(event);
+      Wire.delivery(token, partition, delivered(refused));
     }
   }
 

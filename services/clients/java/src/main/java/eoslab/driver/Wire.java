@@ -15,14 +15,18 @@ import java.util.concurrent.LinkedBlockingQueue;
 /**
  * The driver's half of the line protocol's output: one JSON object a line on stdout (replies and
  * events), written by one thread so that the client's I/O threads (delivery callbacks) never
- * block on the pipe, and flushed whenever nothing else is waiting.
+ * block on the pipe, and flushed whenever nothing else is waiting. Acknowledgements waiting one
+ * after another go out as one {@code acks} line, in their order among the other lines.
  *
- * <p>Keys and values cross the protocol as latin-1 strings: one char per byte, so any bytes
- * survive the JSON text unchanged.
+ * <p>Keys and values read by a consumer cross the protocol as latin-1 strings: one char per
+ * byte, so any bytes survive the JSON text unchanged.
  */
 final class Wire {
   static final ObjectMapper JSON = new ObjectMapper();
-  private static final LinkedBlockingQueue<String> OUT = new LinkedBlockingQueue<>();
+  private static final LinkedBlockingQueue<Object> OUT = new LinkedBlockingQueue<>();
+
+  /** A record acknowledged: one entry of an {@code acks} line. */
+  private record Ack(long token, int partition, Long offset) {}
 
   private Wire() {}
 
@@ -35,15 +39,23 @@ final class Wire {
   private static void drain() {
     BufferedWriter out =
         new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
-    List<String> batch = new ArrayList<>();
+    List<Object> batch = new ArrayList<>();
+    StringBuilder acks = new StringBuilder(1 << 12);
     try {
       while (true) {
         batch.add(OUT.take());
         OUT.drainTo(batch);
-        for (String line : batch) {
-          out.write(line);
+        for (Object item : batch) {
+          if (item instanceof Ack ack) {
+            acks.append(acks.length() == 0 ? "{\"ev\":\"acks\",\"acks\":[" : ",");
+            acks.append(ack.token()).append(',').append(ack.partition()).append(',').append(ack.offset());
+            continue;
+          }
+          writeAcks(out, acks);
+          out.write((String) item);
           out.write('\n');
         }
+        writeAcks(out, acks);
         batch.clear();
         if (OUT.isEmpty()) {
           out.flush();
@@ -55,8 +67,30 @@ final class Wire {
     }
   }
 
+  private static void writeAcks(BufferedWriter out, StringBuilder acks) throws IOException {
+    if (acks.length() > 0) {
+      out.append(acks).append("]}\n");
+      acks.setLength(0);
+    }
+  }
+
   static void emit(ObjectNode line) {
     OUT.add(line.toString());
+  }
+
+  /** A record acknowledged (offset null: without one). */
+  static void ack(long token, int partition, Long offset) {
+    OUT.add(new Ack(token, partition, offset));
+  }
+
+  /** A record that failed. */
+  static void delivery(long token, int partition, ObjectNode error) {
+    ObjectNode event = event("delivery");
+    event.put("token", token);
+    event.put("partition", partition);
+    event.putNull("offset");
+    event.set("error", error);
+    emit(event);
   }
 
   static ObjectNode object() {
@@ -81,10 +115,6 @@ final class Wire {
     line.put("re", id);
     line.set("error", error);
     emit(line);
-  }
-
-  static byte[] bytes(JsonNode text) {
-    return text == null || text.isNull() ? null : text.asText().getBytes(StandardCharsets.ISO_8859_1);
   }
 
   static String text(byte[] bytes) {

@@ -10,6 +10,7 @@ callbacks inside the consume that got them (the driver waits for ``resume`` mean
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import queue
@@ -30,6 +31,9 @@ PARTITION_EOF = KafkaError._PARTITION_EOF
 DRIVER_GONE = KafkaError._FATAL
 EXIT_GRACE_S = 5.0
 FLUSH_BYTES = 1 << 16
+PIPE_BYTES = 1 << 20
+"""The pipe to the driver holds this much (Linux's default, 64 KiB, is one FLUSH_BYTES: the
+session waited on the driver's every read)."""
 FLUSH_INTERVAL_S = 0.001
 """A poll that does not wait sends what is written once this much is pending or this long has
 passed: not a write per record (the producer polls after every one)."""
@@ -70,6 +74,7 @@ class DriverProcess:
         )
         assert self._process.stdin is not None
         self._stdin = self._process.stdin
+        fcntl.fcntl(self._stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         self._inbox: queue.SimpleQueue[Line | None] = queue.SimpleQueue()
         self._pending = 0
         self._flushed = time.monotonic()
@@ -194,6 +199,13 @@ class DriverProcess:
         served = 0
         while self._stashed:
             served += self._dispatch(self._stashed.popleft())
+        if timeout_s == 0:  # the producer's poll after every record: no exception when idle
+            while not self._inbox.empty():  # only this thread takes from it
+                line = self._inbox.get_nowait()
+                if line is None:  # the driver is gone (as the waiting loop below)
+                    break
+                served += self._dispatch(line)
+            return served
         deadline = None if timeout_s is None else time.monotonic() + max(0.0, timeout_s)
         while True:
             wait = None if deadline is None else deadline - time.monotonic()
@@ -243,7 +255,7 @@ class DriverProcess:
 
 
 # ==================================================================================== producer
-@dataclass
+@dataclass(slots=True)
 class _Sent:
     topic: str
     key: bytes | None

@@ -18,8 +18,12 @@ from eoslab.settings import project_root
 from eoslab.workload.drivers.build import Build, clients_dir
 
 MAIN_CLASS = "eoslab.driver.Driver"
-JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC")
-"""One JVM per session: a small heap and the serial collector keep a run of many sessions light."""
+JVM_OPTIONS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+"""One JVM per session: a small heap and the serial collector keep a run of many sessions light;
+and only the quick compiler (C1): a session is over before C2's code would pay for compiling it.
+Measured on 200,000 records sent through the driver after 20,000 (2026-12-06): with C2 the
+driver's process took 15.2 µs of CPU a record, 1.84 of its 3.04 s in the compiler threads, and
+sent 59,000 records/s; with C1 only, 6.0 µs a record (0.16 s compiling), 95,000 records/s."""
 
 
 def sources() -> Path:

@@ -10,6 +10,7 @@ callbacks inside the consume that got them (the driver waits for ``resume`` mean
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import itertools
 import json
@@ -74,7 +75,8 @@ class DriverProcess:
         )
         assert self._process.stdin is not None
         self._stdin = self._process.stdin
-        fcntl.fcntl(self._stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        with contextlib.suppress(OSError):  # a user over its pipe quota keeps the default
+            fcntl.fcntl(self._stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         self._inbox: queue.SimpleQueue[Line | None] = queue.SimpleQueue()
         self._pending = 0
         self._flushed = time.monotonic()

@@ -20,6 +20,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from eoslab.bench.lab_phases import busy_cpu_s
 from eoslab.clock import wait_until
 from eoslab.runtime.health import port_open
 from eoslab.runtime.local import LocalRuntime
@@ -56,6 +57,7 @@ def measure(
 
     producer.produce(topic, value=value, partition=0, on_delivery=report)  # PID, metadata, warm
     producer.flush(30)
+    busy = busy_cpu_s()
     start = time.perf_counter()
     for _ in range(records):
         while True:
@@ -68,6 +70,7 @@ def measure(
     if producer.flush(120):
         raise TimeoutError(f"records undelivered to {bootstrap} after 120 s")
     seconds = time.perf_counter() - start
+    busy = busy_cpu_s() - busy
     if failures:
         raise RuntimeError(f"{failures} records failed on {bootstrap}")
     return {
@@ -75,6 +78,9 @@ def measure(
         "seconds": round(seconds, 3),
         "records_per_s": round(records / seconds),
         "mb_per_s": round(records * VALUE_BYTES / seconds / 1e6, 2),
+        # the whole machine's CPU (client, its driver, the proxy, the broker): what a record
+        # costs when every core is busy
+        "cpu_us_per_record": round(busy / records * 1e6, 2),
     }
 
 

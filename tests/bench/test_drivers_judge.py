@@ -2,39 +2,57 @@
 
 from __future__ import annotations
 
+import pytest
+
 from eoslab.bench.drivers import judge
 
 BASELINE = {"records_per_s": 300_000, "cpu_us_per_record": 6.0}
 
 
-def test_a_driver_at_half_librdkafkas_rate_meets_the_target() -> None:
-    figures = judge(
-        {"records_per_s": 150_000, "cpu_us_per_record": 11.0},
-        BASELINE,
-        {"records_per_s": 600_000},
-    )
-    assert (figures["vs_librdkafka"], figures["met"]) == (0.5, True)
-    assert figures["cpu_floor_ratio"] == 0.545
-    assert figures["floor_below_target"] is False
-
-
-def test_a_record_costing_more_than_twice_librdkafkas_cpu_is_a_floor_below_the_target() -> None:
-    figures = judge(
-        {"records_per_s": 120_000, "cpu_us_per_record": 13.0},
-        BASELINE,
-        {"records_per_s": 400_000},
-    )
-    assert (figures["vs_librdkafka"], figures["met"]) == (0.4, False)
-    assert figures["cpu_floor_ratio"] == 0.462
-    assert figures["client_alone"] == {"records_per_s": 400_000, "vs_librdkafka": 1.333}
-    assert figures["floor_below_target"] is True
-
-
-def test_a_client_slower_alone_than_the_target_is_a_floor_below_it() -> None:
-    figures = judge(
-        {"records_per_s": 100_000, "cpu_us_per_record": 7.0},
-        BASELINE,
-        {"records_per_s": 120_000},
-    )
-    assert figures["met"] is False
-    assert figures["floor_below_target"] is True
+@pytest.mark.parametrize(
+    ("driver", "alone", "expected"),
+    [
+        # half librdkafka's rate, under twice its CPU a record, a fast client: met
+        (
+            {"records_per_s": 150_000, "cpu_us_per_record": 11.0},
+            600_000,
+            {
+                "vs_librdkafka": 0.5,
+                "met": True,
+                "cpu_floor_ratio": 0.545,
+                "floor_below_target": False,
+            },
+        ),
+        # a record costing more than twice librdkafka's CPU: a floor below the target
+        (
+            {"records_per_s": 120_000, "cpu_us_per_record": 13.0},
+            400_000,
+            {
+                "vs_librdkafka": 0.4,
+                "met": False,
+                "cpu_floor_ratio": 0.462,
+                "floor_below_target": True,
+            },
+        ),
+        # a client slower by itself than the target: a floor below it too
+        (
+            {"records_per_s": 100_000, "cpu_us_per_record": 7.0},
+            120_000,
+            {
+                "vs_librdkafka": 0.333,
+                "met": False,
+                "cpu_floor_ratio": 0.857,
+                "floor_below_target": True,
+            },
+        ),
+    ],
+)
+def test_a_drivers_rate_is_judged_against_the_target_and_its_floors(
+    driver: dict[str, float], alone: int, expected: dict[str, object]
+) -> None:
+    figures = judge(driver, BASELINE, {"records_per_s": alone})
+    assert {name: figures[name] for name in expected} == expected
+    assert figures["client_alone"] == {
+        "records_per_s": alone,
+        "vs_librdkafka": round(alone / BASELINE["records_per_s"], 3),
+    }

@@ -14,8 +14,9 @@ itself, the line protocol left out. Where that is below the target, the client i
 floor on this machine, not the driver. And the CPU a record costs on the whole machine, each
 run's (``cpu_us_per_record``) and librdkafka's over the driver's (``cpu_floor_ratio``): where
 every core is busy, that is the most the driver's ratio can be (with two cores, the Python
-session and the Java client together cost more a record than librdkafka in Python in all). And each driver's rate against the catalogue's fastest
-producer session (``headroom_over_fastest_cell``): how far a cell is from being held back by it.
+session and the Java client together cost more a record than librdkafka in Python in all).
+And each driver's rate against the catalogue's fastest producer session
+(``headroom_over_fastest_cell``): how far a cell is from being held back by it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What every kill-cycle soak shares: the witness producer and the committing group running
 beside the kills, and the pacing of the kills — each waits for new acknowledgements of records
-and of a commit (progress between two kills), then a seeded random pause (the kill lands at varying points of a
-produce); no kill after the time bound."""
+and of a commit (progress between two kills), then a seeded random pause (the kill lands at
+varying points of a produce); no kill after the time bound."""
 
 from __future__ import annotations
 

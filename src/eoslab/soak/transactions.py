@@ -3,11 +3,11 @@
 It writes transactions of :data:`RECORDS_PER_TXN` records (``<session>/<txn>/<i>``) to one
 partition, committing each or, one in :data:`ABORT_EVERY` (the second, the seventh, ...),
 aborting it (after the kills the crash cycles let it go on until one abort's records are in the
-log: there to be wrongly read), and remembers how each ended as librdkafka told it: committed, aborted, or unknown (its
-commit was asked for and no answer came before the session had to be replaced). An error that
-requires an abort aborts; a retriable one asks again; a fatal one (or a call that keeps
-failing) ends the session, and the next session's ``init_transactions`` fences it and makes the
-coordinator finish what it left.
+log: there to be wrongly read), and remembers how each ended as librdkafka told it: committed,
+aborted, or unknown (its commit was asked for and no answer came before the session had to be
+replaced). An error that requires an abort aborts; a retriable one asks again; a fatal one (or a
+call that keeps failing) ends the session, and the next session's ``init_transactions`` fences
+it and makes the coordinator finish what it left.
 
 The check first starts one more session (its fencing finishes what the last one left), then
 reads the partition read_committed and read_uncommitted (librdkafka consumers):
@@ -133,7 +133,7 @@ class TxnProducer(Background):
                 self.aborts_in_log += 1
         return "aborted"
 
-    def wait_for_an_abort_in_log(self, timeout_s: float) -> bool:
+    def wait_for_an_abort_in_log(self, timeout_s: float) -> None:
         """Wait until an aborted transaction's records are in the log (on a loaded machine the
         kill cycles may end before the first abort, or let none be acknowledged)."""
 
@@ -141,7 +141,7 @@ class TxnProducer(Background):
             with self._lock:
                 return self.aborts_in_log > 0
 
-        return bool(wait_until(found, timeout_s, interval_s=0.1))
+        wait_until(found, timeout_s, interval_s=0.1)
 
     def _run(self) -> None:
         begin = time.monotonic()

@@ -51,6 +51,17 @@ half() {  # letter, port offset, pytest arguments...
     > >(tee "$logs/$letter.log" | sed -u "s/^/[$letter] /") 2>&1
 }
 
+# A half whose pytest died before its labs' teardown (an INTERNALERROR skips the fixtures'
+# finalizers) leaves them running, and their ports refuse the next run's labs: what is left is
+# killed, by the marker every lab process carries, and named.
+sweep() {  # letter
+  local killed
+  killed=$(.venv/bin/python -c 'import sys; from pathlib import Path
+from eoslab.runtime.processes import kill_left_behind
+print(" ".join(kill_left_behind(Path(sys.argv[1]))))' "$logs/tmp-$1")
+  [ -z "$killed" ] || echo "== half $1 left its labs running: killed $killed"
+}
+
 # Stopped from outside (CI's time limit, ^C): the halves' summaries may never be printed, so
 # each half's test running then, its failures and reruns so far and its slowest tests (written
 # as they happen, tests/conftest.py) are printed; then the halves are interrupted as ^C would
@@ -73,6 +84,8 @@ stopped() {
   progress
   pkill -INT -f -- "--basetemp=$logs/tmp-"
   wait
+  sweep a
+  sweep b
   progress
   exit 143
 }
@@ -84,6 +97,8 @@ b=$!
 trap stopped TERM INT
 wait $a; status_a=$?
 wait $b; status_b=$?
+sweep a
+sweep b
 for letter in a b; do
   echo "== half $letter: $(grep -E '^=+ .*(passed|failed|error).* in ' "$logs/$letter.log" | tail -1)"
   grep -E '^(FAILED|ERROR) ' "$logs/$letter.log"  # what failed, each with its first line

@@ -4,12 +4,14 @@ on loopback only, found by the checker by itself, and still serving after a clie
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import psutil
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
+from pyspark.sql.connect.client.reattach import ExecutePlanResponseReattachableIterator
 
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import Kind
@@ -61,3 +63,19 @@ def test_a_bad_query_fails_its_client_and_the_server_serves_on(
     finally:
         other.stop()
     assert spark.range(3).count() == 3
+
+
+def test_a_session_closed_beside_another_leaves_the_others_queries_running(
+    lab: LocalRuntime, spark: SparkSession
+) -> None:
+    """A check that stops its session (``eoslab verify`` in-process, a lane's check) or a session
+    the garbage collector closes, while the tests' session is taking the pool its executions
+    release through: that pool must still take work (pyspark 4.0.0 shut it down for all)."""
+    pool = ExecutePlanResponseReattachableIterator._get_or_create_release_thread_pool()
+    other = build_session(remote=lab.config.spark_remote)
+    assert other.range(5).count() == 5
+    other.stop()
+    del other
+    gc.collect()  # a session's __del__ closes its client again
+    pool.submit(int).result(timeout=10)  # raised "cannot schedule new futures after shutdown"
+    assert spark.range(7).count() == 7

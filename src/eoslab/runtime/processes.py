@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -156,15 +157,30 @@ def _reap(pid: int) -> None:
         del _children[pid]
 
 
-def processes_of(lab: Path) -> list[psutil.Process]:
-    """Every live process started for this lab folder, found by the marker in its environment."""
+def processes_of(lab: Path, *, within: bool = False) -> list[psutil.Process]:
+    """Every live process started for this lab folder (``within``: for it or any lab folder
+    under it), found by the marker in its environment."""
     found = []
     for process in psutil.process_iter():
         try:
-            if process.status() != psutil.STATUS_ZOMBIE and process.environ().get(MARKER) == str(
-                lab
-            ):
-                found.append(process)
+            if process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            marker = process.environ().get(MARKER)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
+        if marker == str(lab) or (within and marker and Path(marker).is_relative_to(lab)):
+            found.append(process)
     return found
+
+
+def kill_left_behind(root: Path) -> list[str]:
+    """Kill every process of the labs under ``root`` that is still running (a test session
+    that died before its labs' teardown: their ports would refuse the next one's labs); the
+    command names of those killed."""
+    killed = []
+    for process in processes_of(root, within=True):
+        with suppress(psutil.NoSuchProcess):
+            name = process.name()
+            process.kill()
+            killed.append(name)
+    return killed

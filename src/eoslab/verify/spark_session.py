@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.connect.client.reattach import ExecutePlanResponseReattachableIterator
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from eoslab.runtime.health import port_open
@@ -36,6 +37,29 @@ from eoslab.runtime.spark import (
 )
 from eoslab.runtime.topology import LabConfig
 from eoslab.settings import HOST, BasePort, spark_remote
+
+
+def _keep_the_release_pool() -> None:
+    """Closing one Spark Connect session no longer shuts down the pool every session of the
+    process shares.
+
+    pyspark 4.0.0's ``SparkConnectClient.close()`` (every ``stop()``, and every session's
+    ``__del__``, whenever the garbage collector gets to it) shuts down the class-wide pool that
+    each session's executions hand their ReleaseExecute calls to. A session closed or collected
+    while another one is between taking that pool and submitting to it makes the other's query
+    fail "cannot schedule new futures after shutdown" (a check beside the tests' own session,
+    two checks at once in one process: SPARK-55406, fixed upstream after the 4.0 line this lab
+    is pinned to). The pool is kept for the process's life instead: its threads are idle
+    between calls and end with the interpreter; a release a closed session still had queued
+    fails on its closed channel, which pyspark logs and the server's timeout cleans up."""
+
+    def keep(cls: type[ExecutePlanResponseReattachableIterator]) -> None:
+        del cls
+
+    ExecutePlanResponseReattachableIterator.shutdown = classmethod(keep)  # type: ignore[method-assign,assignment]
+
+
+_keep_the_release_pool()
 
 
 def under_spark_submit() -> bool:

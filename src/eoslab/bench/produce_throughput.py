@@ -94,9 +94,16 @@ def best_of(
     settings: dict[str, object] = SETTINGS,
 ) -> dict[str, Any]:
     """The median run of several, with the spread, so one noisy neighbour does not decide."""
-    runs = [
-        measure(bootstrap, topic, records, client=client, settings=settings) for _ in range(repeats)
-    ]
+    return median_run(
+        [
+            measure(bootstrap, topic, records, client=client, settings=settings)
+            for _ in range(repeats)
+        ]
+    )
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of ``runs`` by rate, with every run's rate and their spread."""
     rates = [r["records_per_s"] for r in runs]
     median = sorted(runs, key=lambda r: r["records_per_s"])[len(runs) // 2]
     return {

@@ -47,9 +47,9 @@ SETTINGS: dict[str, object] = {
 }
 TARGET_RATIO = 0.5
 PAIR_RECORDS = 200_000
-"""The least records of a paired run. At 50,000 (a quarter to a third of a second) a driver's runs
-went about 120,000 or about 200,000 records/s, turn by turn, and one bench run's pairs spread
-0.34-0.68; at 200,000 the Java driver's spread 0.43-0.49 (2026-12-06)."""
+"""The least records of a paired run. At 50,000 (a quarter to a third of a second) a driver's
+runs went about 120,000 or about 200,000 records/s, turn by turn, and one bench run's pairs
+spread 0.34-0.68; at 200,000 the Java driver's spread 0.43-0.49 (2026-12-06)."""
 
 Pair = tuple[dict[str, Any], dict[str, Any]]
 """A run of librdkafka's and the driver's run beside it, in that order."""
@@ -89,12 +89,12 @@ def run(lab: LocalRuntime, records: int, repeats: int) -> dict[str, object]:
     return results
 
 
-def firsts(repeats: int) -> list[str]:
+def firsts(count: int) -> list[str]:
     """Which of a pair runs first, turn by turn (librdkafka, the driver, the driver, librdkafka,
     ...): what one run leaves the next (the broker's dirty pages, a warmer cache) falls on
     either alike."""
     order = ["librdkafka", "driver", "driver", "librdkafka"]
-    return [order[turn % len(order)] for turn in range(repeats)]
+    return [order[turn % len(order)] for turn in range(count)]
 
 
 def paired(bootstrap: str, topic: str, records: int, client: ClientApi, first: str) -> Pair:
@@ -120,9 +120,10 @@ def judge(pairs: list[Pair], alone: dict[str, Any]) -> dict[str, object]:
     librdkafka's CPU a record over its own times librdkafka's rate (``cpu_floor_ratio``).
 
     Each of the driver's runs is paired with a run of librdkafka's just before or after it
-    (:func:`firsts`), and each figure is the median over the pairs: librdkafka's rate on one lab moved by up to twice
-    between rounds a minute apart (174,000-369,000 records/s, 2026-12-06), more than the
-    driver's did, so a baseline measured once, minutes before a driver, decided its ratio."""
+    (:func:`firsts`), and each figure is the median over the pairs: librdkafka's rate on one
+    lab moves by up to twice (174,000-369,000 records/s between rounds a minute apart; 400,000
+    down to 200,000 from one pair to the next within a bench, and back, 2026-12-06), so a
+    baseline measured once, minutes before a driver, decided its ratio."""
     ratios = [driver["records_per_s"] / baseline["records_per_s"] for baseline, driver in pairs]
     baseline_rate = statistics.median(baseline["records_per_s"] for baseline, _ in pairs)
     ratio = round(statistics.median(ratios), 3)

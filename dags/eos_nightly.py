@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow.sdk import DAG, Param, TaskGroup, XComArg, task_group
+from airflow.sdk import DAG, CronTriggerTimetable, Param, TaskGroup, XComArg, task_group
 
 from eoslab.orchestration import tasks
 from eoslab.orchestration.matrix import DEFAULT_RECORDS, MATRICES
@@ -31,8 +31,12 @@ from eoslab.scenarios.catalogue import catalogue
 
 with DAG(
     dag_id="eos_nightly",
-    schedule="@daily",  # midnight UTC; no start_date: the first run is the next midnight, not
-    catchup=False,  # one fired the moment the lab comes up
+    # midnight UTC, and no start_date: the first run is the next midnight. With Airflow's
+    # default (run_immediately=timedelta(0)), a scheduler started less than 2.4 h after a midnight (a
+    # tenth of the day) runs that midnight's at once: `make lab` at 00:22 got the full matrix
+    # beside its own, and the lanes test timed out behind it (2026-12-07).
+    schedule=CronTriggerTimetable("0 0 * * *", timezone="UTC", run_immediately=timedelta(0)),
+    catchup=False,
     max_active_runs=1,
     max_active_tasks=2 * len(LAB_TARGETS),  # a run and a check per lane at most
     default_args={"retries": 1, "retry_delay": timedelta(seconds=30)},

@@ -450,10 +450,7 @@ def set_broker_configs(
                 f"broker config {name}: not dynamic (the brokers read it at start only)"
             )
     previous = {
-        name: described[name].value
-        if described[name].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
-        else None
-        for name in configs
+        name: described[name].value if _dynamic(described[name]) else None for name in configs
     }
     _alter(client, brokers, {name: (value, True) for name, value in configs.items()}, timeout_s)
     return previous
@@ -492,3 +489,38 @@ def _alter(
         resource = ConfigResource(ResourceType.BROKER, str(broker), incremental_configs=entries)
         for future in client.incremental_alter_configs([resource]).values():
             future.result(timeout_s)
+    # The answer is not the config in effect: on ZooKeeper a broker applies a change when
+    # ZooKeeper notifies it of its own write, on KRaft when the metadata log reaches it (a CI
+    # run's describe right after a put-back read the old value on one broker of three).
+    if not wait_until(
+        lambda: all(
+            in_effect(_broker_config(client, broker, timeout_s), changes) for broker in brokers
+        ),
+        timeout_s,
+    ):
+        raise KafkaException(
+            KafkaError(
+                KafkaError._TIMED_OUT,
+                f"broker configs {sorted(changes)}: not in effect on every broker after "
+                f"{timeout_s:g} s",
+            )
+        )
+
+
+def in_effect(
+    described: dict[str, ConfigEntry], changes: dict[str, tuple[str | None, bool]]
+) -> bool:
+    """Whether a broker's described configs show ``changes`` (name: value, set or deleted) in
+    effect: a set one as a dynamic config of that broker with that value, a deleted one no longer
+    dynamic for it."""
+    return all(
+        _dynamic(described[name]) and described[name].value == value
+        if keep
+        else not _dynamic(described[name])
+        for name, (value, keep) in changes.items()
+    )
+
+
+def _dynamic(entry: ConfigEntry) -> bool:
+    """Set dynamically on that broker (DescribeConfigs gives the source as a number)."""
+    return ConfigSource(entry.source) == ConfigSource.DYNAMIC_BROKER_CONFIG

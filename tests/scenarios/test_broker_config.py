@@ -7,8 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ResourceType,
+)
 
+from eoslab.admin import in_effect
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.catalogue import find_scenario
 from eoslab.scenarios.executor import RunError, finish, plan, play, start
@@ -71,3 +78,26 @@ def test_a_broker_config_the_run_cannot_set_is_refused_before_anything_is_set(
             plan(scenario, "kafka", records=10), runtime=lab, config=lab.config, runs_root=tmp_path
         )
     assert on_every_broker(lab.config.bootstrap("kafka"), VERIFICATION) == {"true"}
+
+
+DYNAMIC = ConfigSource.DYNAMIC_BROKER_CONFIG.value  # as DescribeConfigs gives it: a number
+STATIC = ConfigSource.STATIC_BROKER_CONFIG.value
+
+
+@pytest.mark.parametrize(
+    ("value", "source", "change", "expected"),
+    [
+        ("false", DYNAMIC, ("false", True), True),
+        ("true", STATIC, ("false", True), False),  # the change not yet applied
+        ("true", DYNAMIC, ("false", True), False),  # an earlier dynamic value still there
+        ("true", STATIC, (None, False), True),  # deleted: back to the broker's own
+        ("false", DYNAMIC, (None, False), False),  # the deletion not yet applied
+        ("true", ConfigSource.DYNAMIC_BROKER_CONFIG, ("true", True), True),
+    ],
+)
+def test_a_config_change_is_in_effect_once_the_broker_describes_it(
+    value: str, source: int | ConfigSource, change: tuple[str | None, bool], expected: bool
+) -> None:
+    entry = ConfigEntry(VERIFICATION, value)
+    entry.source = source  # type: ignore[assignment]  # a number, as DescribeConfigs gives it
+    assert in_effect({VERIFICATION: entry}, {VERIFICATION: change}) is expected

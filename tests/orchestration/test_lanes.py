@@ -15,15 +15,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from eoslab.orchestration.lanes import lane_held
-from eoslab.orchestration.scheduler import Scheduler
+from eoslab.orchestration.scheduler import Scheduler, call_api
 from eoslab.rundir import RunDir
-from eoslab.runtime.airflow import lane_pool
+from eoslab.runtime.airflow import ADMIN_USER, lane_pool
 from eoslab.runtime.local import LocalRuntime
 from eoslab.runtime.topology import Kind
 from eoslab.settings import LAB_DIR, PORT_OFFSET, REPORTS_DIR, RUNS_DIR
@@ -166,6 +167,32 @@ def test_the_matrix_runs_a_lane_per_target_through_the_labs_scheduler(
     assert {(ti["map_index"], ti["state"]) for ti in kafka4} == {(-1, "skipped")}, kafka4
     summary = json.loads(next((reports / "nightly").glob("*/summary.json")).read_text())
     assert (summary["cells"], summary["conforming"]) == (4, 4)
+
+
+def test_a_run_the_labs_last_life_left_unfinished_is_ended_before_its_scheduler_starts(
+    scheduled_lab: tuple[LocalRuntime, dict[str, str]],
+) -> None:
+    """A DAG run queued while no scheduler ran (as one a lab brought down mid-run leaves): when
+    the scheduler comes up it is failed, its tasks skipped, and the scheduler's log
+    names it — not taken up ahead of what is asked next (a scheduled nightly resumed so held
+    every lane of a `make lab` for hours)."""
+    runtime, _ = scheduled_lab
+    home = runtime.airflow()
+    [scheduler] = [s.name for s in runtime.config.services() if s.component == "scheduler"]
+    runtime.remove([scheduler])
+    body = {"username": ADMIN_USER, "password": home.password()}
+    api = Scheduler(home, str(call_api(f"{home.url}/auth/token", body=body)["access_token"]))
+    run_id = f"left__{time.strftime('%Y%m%dT%H%M%S')}"
+    request = {"matrix": "default", "scenarios": ["baseline"], "targets": ["refbroker"]}
+    api.trigger("eos_nightly", run_id, datetime.now(UTC).isoformat(), request)
+    assert api.state("eos_nightly", run_id) == "queued"
+    runtime.add([scheduler])
+    assert api.state("eos_nightly", run_id) == "failed"
+    time.sleep(10)  # the scheduler's loops, several times over
+    assert api.state("eos_nightly", run_id) == "failed"
+    states = {ti["task_id"]: ti["state"] for ti in api.task_instances("eos_nightly", run_id)}
+    assert set(states.values()) == {"skipped"}, states  # as the API marks a run's pending tasks
+    assert f"marked failed: eos_nightly {run_id}" in runtime.log_path(scheduler).read_text()
 
 
 def _airflow_log(stdout: str) -> str:

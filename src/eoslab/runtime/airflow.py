@@ -76,13 +76,17 @@ def venv_bin() -> Path:
     return Path(sys.executable).parent
 
 
-def run_airflow(args: tuple[str, ...], env: Mapping[str, str], where: str) -> None:
-    """``airflow ARGS`` with ``env``, bounded; AirflowSetupError with its last lines if it fails
-    (``where`` names the Airflow home for the message)."""
-    command = f"`airflow {' '.join(args[:2])}` in {where}"
+def run_airflow(args: tuple[str, ...], env: Mapping[str, str], where: str) -> str:
+    """``airflow ARGS`` with ``env``, bounded; its output. AirflowSetupError with its last lines
+    if it fails (``where`` names the Airflow home for the message)."""
+    return _run([str(venv_bin() / "airflow"), *args], f"airflow {' '.join(args[:2])}", env, where)
+
+
+def _run(argv: list[str], name: str, env: Mapping[str, str], where: str) -> str:
+    command = f"`{name}` in {where}"
     try:
         done = subprocess.run(
-            [str(venv_bin() / "airflow"), *args],
+            argv,
             env=dict(env),
             capture_output=True,
             text=True,
@@ -94,6 +98,7 @@ def run_airflow(args: tuple[str, ...], env: Mapping[str, str], where: str) -> No
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-25:])
         raise AirflowSetupError(f"{command} failed:\n{tail}")
+    return done.stdout
 
 
 LOCAL_SETTINGS = """\
@@ -208,6 +213,17 @@ class AirflowHome:
             self._prepared_stamp.touch()
         return self
 
+    def end_unfinished_runs(self) -> list[str]:
+        """Mark failed every DAG run of this home left queued or running (:func:`end_runs`, in
+        Airflow's environment); the runs ended, as "dag_id run_id"."""
+        output = _run(
+            [sys.executable, "-m", "eoslab.runtime.airflow", "end-runs"],
+            "python -m eoslab.runtime.airflow end-runs",
+            {**os.environ, **self.environment()},
+            str(self.home),
+        )
+        return output.splitlines()
+
     def _write_local_settings(self) -> None:
         """:data:`LOCAL_SETTINGS` in place, replaced whole when it differs (another Airflow
         process may be importing it that moment)."""
@@ -230,12 +246,49 @@ class AirflowHome:
         )
 
 
+def end_runs() -> list[str]:
+    """Mark failed, as Airflow's API does (its running tasks failed, its pending ones skipped),
+    every DAG run of the database this process's environment names that is queued or running:
+    called before the scheduler starts, such a run is one the lab's last life left unfinished
+    (its tasks' processes died with the lab), which the scheduler would otherwise take up again
+    and run ahead of what is asked now — a scheduled nightly that had begun, the full matrix,
+    holding every lane for hours. Its cells that ran keep their run folders; the UI shows it
+    failed. The runs ended, as "dag_id run_id"."""
+    from airflow.api.common.mark_tasks import set_dag_run_state_to_failed
+    from airflow.models.dagbag import DBDagBag
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+    from sqlalchemy import select
+
+    ended = []
+    with create_session() as session:
+        unfinished = select(DagRun).where(
+            DagRun.state.in_((DagRunState.QUEUED, DagRunState.RUNNING))
+        )
+        for run in session.scalars(unfinished).all():
+            dag = DBDagBag().get_dag_for_run(run, session=session)
+            if dag is None:  # its DAG gone from the database: the run alone
+                run.set_state(DagRunState.FAILED)
+            else:
+                set_dag_run_state_to_failed(
+                    dag=dag, run_id=run.run_id, commit=True, session=session
+                )
+            ended.append(f"{run.dag_id} {run.run_id}")
+    return ended
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m eoslab.runtime.airflow setup``: set up the Airflow database this process's
-    environment names (the compose runtime's ``airflow-init`` service)."""
+    environment names (the compose runtime's ``airflow-init`` service); ``end-runs``:
+    :func:`end_runs`, each run ended printed on a line of its own."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("step", choices=["setup"])
-    parser.parse_args(argv)
+    parser.add_argument("step", choices=["setup", "end-runs"])
+    step = parser.parse_args(argv).step
+    if step == "end-runs":
+        for run in end_runs():
+            print(run)
+        return 0
     where = os.environ.get("AIRFLOW_HOME", "the default Airflow home")
     try:
         for args in SETUP_COMMANDS:

@@ -221,6 +221,8 @@ class LocalRuntime:
         if service.kind is Kind.AIRFLOW:
             try:
                 self.airflow().prepare()
+                if service.component == "scheduler":
+                    self._end_unfinished_runs(service)
             except AirflowSetupError as error:
                 raise LabError(str(error)) from error
             return
@@ -244,6 +246,16 @@ class LocalRuntime:
 
     def log_path(self, name: str) -> Path:
         return self.config.state_dir / "logs" / f"{name}.log"
+
+    def _end_unfinished_runs(self, scheduler: Service) -> None:
+        """Before the scheduler starts: the DAG runs the lab's last life left unfinished, marked
+        failed (:func:`eoslab.runtime.airflow.end_runs`) and named in the scheduler's log."""
+        ended = self.airflow().end_unfinished_runs()
+        if ended:
+            log = self.log_path(scheduler.name)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("a") as out:
+                out.write(f"\n=== eoslab: left unfinished, marked failed: {', '.join(ended)}\n")
 
     def _start(self, service: Service) -> ProcessRecord:
         self._write_config(service)

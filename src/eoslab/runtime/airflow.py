@@ -213,12 +213,12 @@ class AirflowHome:
             self._prepared_stamp.touch()
         return self
 
-    def end_unfinished_runs(self) -> list[str]:
-        """Mark failed every DAG run of this home left queued or running (:func:`end_runs`, in
-        Airflow's environment); the runs ended, as "dag_id run_id"."""
+    def before_scheduler(self) -> list[str]:
+        """:func:`before_scheduler_starts` on this home's database (in Airflow's environment);
+        what it changed, a line each."""
         output = _run(
-            [sys.executable, "-m", "eoslab.runtime.airflow", "end-runs"],
-            "python -m eoslab.runtime.airflow end-runs",
+            [sys.executable, "-m", "eoslab.runtime.airflow", "before-scheduler"],
+            "python -m eoslab.runtime.airflow before-scheduler",
             {**os.environ, **self.environment()},
             str(self.home),
         )
@@ -246,48 +246,69 @@ class AirflowHome:
         )
 
 
-def end_runs() -> list[str]:
-    """Mark failed, as Airflow's API does (its running tasks failed, its pending ones skipped),
-    every DAG run of the database this process's environment names that is queued or running:
-    called before the scheduler starts, such a run is one the lab's last life left unfinished
-    (its tasks' processes died with the lab), which the scheduler would otherwise take up again
-    and run ahead of what is asked now — a scheduled nightly that had begun, the full matrix,
-    holding every lane for hours. Its cells that ran keep their run folders; the UI shows it
-    failed. The runs ended, as "dag_id run_id"."""
+def before_scheduler_starts() -> list[str]:
+    """What the lab's scheduler must not take up when it starts (the lab's last life ended
+    without it), settled in the database this process's environment names; what it changed, a
+    line each:
+
+    - a DAG run queued or running is one the lab's last life left unfinished (its tasks'
+      processes died with the lab): marked failed as Airflow's API marks one (its running tasks
+      failed, its pending ones skipped), or the scheduler would run it again ahead of what is
+      asked now — a begun nightly, the full matrix, holding every lane for hours. Its cells
+      that ran keep their folders; the UI shows it failed.
+    - a schedule whose next run fell while the lab was down (the nightly's midnight, computed
+      when the lab last ran) moves to its next time from now: the scheduler would create the
+      missed run at once, beside the `make lab` that brought the lab up (a run a lab is down
+      for is not run late, as Airflow's catch-up off does for the runs before the latest).
+    """
     from airflow.api.common.mark_tasks import set_dag_run_state_to_failed
+    from airflow.models.dag import DagModel
     from airflow.models.dagbag import DBDagBag
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
     from airflow.utils.state import DagRunState
+    from airflow.utils.timezone import utcnow
     from sqlalchemy import select
 
-    ended = []
+    done = []
+    dags = DBDagBag()
     with create_session() as session:
         unfinished = select(DagRun).where(
             DagRun.state.in_((DagRunState.QUEUED, DagRunState.RUNNING))
         )
         for run in session.scalars(unfinished).all():
-            dag = DBDagBag().get_dag_for_run(run, session=session)
+            dag = dags.get_dag_for_run(run, session=session)
             if dag is None:  # its DAG gone from the database: the run alone
                 run.set_state(DagRunState.FAILED)
             else:
                 set_dag_run_state_to_failed(
                     dag=dag, run_id=run.run_id, commit=True, session=session
                 )
-            ended.append(f"{run.dag_id} {run.run_id}")
-    return ended
+            done.append(f"{run.dag_id} {run.run_id}: left unfinished, marked failed")
+        missed = select(DagModel).where(DagModel.next_dagrun_create_after < utcnow())
+        for model in session.scalars(missed).all():
+            dag = dags.get_latest_version_of_dag(model.dag_id, session=session)
+            if dag is None:
+                continue
+            was = model.next_dagrun_create_after
+            model.calculate_dagrun_date_fields(dag, reference_run=None)
+            done.append(
+                f"{model.dag_id}: its run due {was:%Y-%m-%dT%H:%M}Z missed while the lab was down, "
+                f"next {model.next_dagrun_create_after:%Y-%m-%dT%H:%M}Z"
+            )
+    return done
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m eoslab.runtime.airflow setup``: set up the Airflow database this process's
-    environment names (the compose runtime's ``airflow-init`` service); ``end-runs``:
-    :func:`end_runs`, each run ended printed on a line of its own."""
+    environment names (the compose runtime's ``airflow-init`` service); ``before-scheduler``:
+    :func:`before_scheduler_starts`, what it changed printed a line each."""
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("step", choices=["setup", "end-runs"])
+    parser.add_argument("step", choices=["setup", "before-scheduler"])
     step = parser.parse_args(argv).step
-    if step == "end-runs":
-        for run in end_runs():
-            print(run)
+    if step == "before-scheduler":
+        for change in before_scheduler_starts():
+            print(change)
         return 0
     where = os.environ.get("AIRFLOW_HOME", "the default Airflow home")
     try:

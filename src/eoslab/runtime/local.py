@@ -222,7 +222,7 @@ class LocalRuntime:
             try:
                 self.airflow().prepare()
                 if service.component == "scheduler":
-                    self._end_unfinished_runs(service)
+                    self._settle_before_scheduler(service)
             except AirflowSetupError as error:
                 raise LabError(str(error)) from error
             return
@@ -247,15 +247,16 @@ class LocalRuntime:
     def log_path(self, name: str) -> Path:
         return self.config.state_dir / "logs" / f"{name}.log"
 
-    def _end_unfinished_runs(self, scheduler: Service) -> None:
-        """Before the scheduler starts: the DAG runs the lab's last life left unfinished, marked
-        failed (:func:`eoslab.runtime.airflow.end_runs`) and named in the scheduler's log."""
-        ended = self.airflow().end_unfinished_runs()
-        if ended:
+    def _settle_before_scheduler(self, scheduler: Service) -> None:
+        """Before the scheduler starts: what the lab's last life left it, settled
+        (:func:`eoslab.runtime.airflow.before_scheduler_starts`), each change named in the
+        scheduler's log."""
+        changes = self.airflow().before_scheduler()
+        if changes:
             log = self.log_path(scheduler.name)
             log.parent.mkdir(parents=True, exist_ok=True)
             with log.open("a") as out:
-                out.write(f"\n=== eoslab: left unfinished, marked failed: {', '.join(ended)}\n")
+                out.writelines(f"=== eoslab, before the scheduler: {line}\n" for line in changes)
 
     def _start(self, service: Service) -> ProcessRecord:
         self._write_config(service)

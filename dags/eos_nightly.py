@@ -29,17 +29,27 @@ from eoslab.rundir import HANDLER_MODES, LAB_TARGETS
 from eoslab.runtime.airflow import CHECKS_POOL, lane_pool
 from eoslab.scenarios.catalogue import catalogue
 
+RUN_WEIGHT = 1
+CHECK_WEIGHT = 2
+"""A cell's check and publish outrank the runs: the scheduler examines a run's waiting tasks by
+weight, at most max_active_tasks of them a pass, and stops the pass once it queues one. Weighed
+as Airflow does by default (a task by what follows it), the hundreds of runs of the full matrix
+outrank every check, and a free lane was found every pass: the checks' pool stood empty for
+minutes while the checks waited (`make conformance`, 2026-12-07: 18 checks after 102 runs)."""
+
 with DAG(
     dag_id="eos_nightly",
     # midnight UTC, and no start_date: the first run is the next midnight. With Airflow's
-    # default (run_immediately=timedelta(0)), a scheduler started less than 2.4 h after a midnight (a
+    # default (run_immediately=False), a scheduler started less than 2.4 h after a midnight (a
     # tenth of the day) runs that midnight's at once: `make lab` at 00:22 got the full matrix
-    # beside its own, and the lanes test timed out behind it (2026-12-07).
+    # beside its own, and the lanes test timed out behind it (2026-12-07). A midnight passed
+    # while the lab was down is settled when it comes up (eoslab.runtime.airflow).
     schedule=CronTriggerTimetable("0 0 * * *", timezone="UTC", run_immediately=timedelta(0)),
     catchup=False,
     max_active_runs=1,
     max_active_tasks=2 * len(LAB_TARGETS),  # a run and a check per lane at most
-    default_args={"retries": 1, "retry_delay": timedelta(seconds=30)},
+    # each task its own weight (below), not the sum of what follows it
+    default_args={"retries": 1, "retry_delay": timedelta(seconds=30), "weight_rule": "absolute"},
     render_template_as_native_obj=True,
     dagrun_timeout=timedelta(hours=6),
     tags=["eoslab"],
@@ -104,7 +114,9 @@ with DAG(
                 group_protocol: str,
                 runs_dir: str,
             ) -> None:
-                run_dir = tasks.run_scenario.override(pool=lane_pool(lane_target))(
+                run_dir = tasks.run_scenario.override(
+                    pool=lane_pool(lane_target), priority_weight=RUN_WEIGHT
+                )(
                     scenario=scenario,
                     target=target,
                     records=records,
@@ -113,7 +125,10 @@ with DAG(
                     group_protocol=group_protocol,
                     runs_dir=runs_dir,
                 )
-                tasks.spark_checker.override(pool=CHECKS_POOL)(run_dir) >> tasks.publish(run_dir)
+                checked = tasks.spark_checker.override(
+                    pool=CHECKS_POOL, priority_weight=CHECK_WEIGHT
+                )(run_dir)
+                checked >> tasks.publish.override(priority_weight=CHECK_WEIGHT)(run_dir)
 
             cell.expand_kwargs(cells)
         return cells, group

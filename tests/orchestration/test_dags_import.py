@@ -37,6 +37,7 @@ print(json.dumps({
             "untimed": [t.task_id for t in dag.tasks if t.execution_timeout is None],
             "tasks": sorted(t.task_id for t in dag.tasks),
             "pools": {t.task_id: t.pool for t in dag.tasks},
+            "weights": {t.task_id: [t.priority_weight, str(t.weight_rule)] for t in dag.tasks},
         }
         for dag_id, dag in bag.dags.items()
     },
@@ -82,4 +83,11 @@ def test_dags_import_without_errors_and_bound_every_task(airflow_env: dict[str, 
         assert {f"{lane}.plan_cells", f"{lane}.cell.spark_checker"} <= set(nightly["tasks"])
         assert nightly["pools"][f"{lane}.cell.run_scenario"] == lane_pool(target)
         assert nightly["pools"][f"{lane}.cell.spark_checker"] == CHECKS_POOL
+        # a finished run's check is queued before the next run of any lane (its weight its
+        # own, not the sum of what follows it: the lanes test reads the scheduler's)
+        weights = nightly["weights"]
+        run = weights[f"{lane}.cell.run_scenario"]
+        for follower in (f"{lane}.cell.spark_checker", f"{lane}.cell.publish"):
+            assert weights[follower][1] == run[1] == "absolute"
+            assert weights[follower][0] > run[0]
     assert nightly["pools"]["probe_diffs"] == "default_pool"  # held back by the lanes' locks

@@ -163,6 +163,12 @@ def test_the_matrix_runs_a_lane_per_target_through_the_labs_scheduler(
         ("lane_refbroker", lane_pool("refbroker")),
         ("lane_refbroker", lane_pool("refbroker")),
     ]
+    # each cell's check outranks every run: queued as its run ends, not after the lanes' runs
+    weights = {
+        task: {ti["priority_weight"] for ti in instances if ti["task_id"].endswith(task)}
+        for task in (".run_scenario", ".spark_checker", ".publish")
+    }
+    assert min(weights[".spark_checker"] | weights[".publish"]) > max(weights[".run_scenario"])
     # the lab's Kafka 4 lane had no cells: its cell group skipped, never expanded
     kafka4 = [ti for ti in instances if ti["task_id"].startswith("lane_kafka4.cell.")]
     assert {(ti["map_index"], ti["state"]) for ti in kafka4} == {(-1, "skipped")}, kafka4

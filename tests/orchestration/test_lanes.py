@@ -154,6 +154,12 @@ def test_the_matrix_runs_a_lane_per_target_through_the_labs_scheduler(
         if "triggered" in line
     ]
     instances = scheduler.task_instances("eos_nightly", run_id)
+    # each run kept its topic for its check before its lane went on (on the warm Spark)
+    tasks_log = runtime.airflow().home / "logs" / "dag_id=eos_nightly" / f"run_id={run_id}"
+    run_logs = sorted(tasks_log.glob("task_id=*.run_scenario/map_index=*/attempt=*.log"))
+    assert len(run_logs) == 4, run_logs
+    for run_log in run_logs:
+        assert "kept for its check: eos-" in run_log.read_text(), run_log
     scheduled_runs = [
         ti for ti in instances if ti["task_id"].endswith(".run_scenario") and ti["map_index"] >= 0
     ]

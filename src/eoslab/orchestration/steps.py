@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from eoslab.admin import metadata_brokers
 from eoslab.orchestration.lanes import lane_held
 from eoslab.rundir import LabTarget, RunDir, Verdict, group_protocol_of, handler_mode
@@ -118,10 +120,13 @@ def run_scenario(
     client: str | None = None,
     group_protocol: str | None = None,
     runs_dir: str | None = None,
+    keep_on: str | None = None,
 ) -> str:
     """Topic, workload ∥ nemesis, heal (what `eoslab run` does); returns the run directory. A
     run that went wrong or whose faults did not all take effect is checked all the same: its
-    verdict says it is invalid, and why."""
+    verdict says it is invalid, and why. ``keep_on``: a Spark Connect server on which the run's
+    topics are then read and kept in its directory (:func:`keep_topics`) before the target's
+    lane is let go."""
     config = lab_config()
     holder = f"{scenario} ({mode or 'its mode'}, {client or 'librdkafka'}, pid {os.getpid()})"
     with lane_held(config.state_dir, [target], holder):
@@ -137,6 +142,8 @@ def run_scenario(
             group_protocol=group_protocol_of(group_protocol),
             show_progress=False,
         )
+        if keep_on is not None:
+            keep_topics(result.run_dir.path, keep_on)
     run_dir = str(result.run_dir.path)
     log.info("run directory: %s", run_dir)
     for fault in result.info.faults:
@@ -144,6 +151,25 @@ def run_scenario(
     for reason in result.invalid_because:
         log.warning("the run is invalid: %s", reason)
     return run_dir
+
+
+def keep_topics(run_dir: Path, remote: str) -> None:
+    """The run's topics kept in its directory while its lane is held: the lane's next run may
+    fault the target (a broker killed, the proxy holding a route) while a check of this one
+    would read them (`make conformance`, 2026-12-07: two checks of reference-broker runs
+    failed on "Broker transport failure", the lane two runs on). Where it fails, the check
+    reads them, as it would have."""
+    from pyspark.errors import PySparkException  # Spark loads with the task, not the DAG file
+
+    from eoslab.verify.checker import keep_run_topics
+    from eoslab.verify.topic_reader import TopicGoneError
+
+    try:
+        kept = keep_run_topics(run_dir, remote)
+    except (KafkaException, TopicGoneError, PySparkException) as error:
+        log.warning("the run's topics were not kept (its check reads them): %s", error)
+        return
+    log.info("kept for its check: %s", ", ".join(kept) or "nothing (kept already)")
 
 
 class RunNotConformingError(RuntimeError):

@@ -61,8 +61,8 @@ def run_scenario(
 ) -> str:
     """Check the lab (within seconds, naming the fix, when the target, the chaos proxy or the
     warm Spark is down), then create the topic and run the workloads ∥ nemesis (`eoslab run`)
-    once the target's lane is free; returns the run dir. The nightly DAG gives it its lane's
-    pool."""
+    once the target's lane is free, and keep its topics for its check on the warm Spark before
+    letting the lane go; returns the run dir. The nightly DAG gives it its lane's pool."""
     from eoslab.orchestration import steps
 
     steps.check_lab(target)
@@ -76,6 +76,7 @@ def run_scenario(
         client=client,
         group_protocol=group_protocol,
         runs_dir=runs_dir,
+        keep_on=spark_connect_url(),
     )
 
 

@@ -70,7 +70,7 @@ from eoslab.verify.spark_session import (
     small_run,
     spark_path,
 )
-from eoslab.verify.topic_reader import KeptTopic, classify, read_kept
+from eoslab.verify.topic_reader import KeptTopic, classify, keep_topics, read_kept
 from eoslab.verify.transactions import anomalies as txn_anomalies
 from eoslab.verify.transactions.ledger import (
     aborted_records,
@@ -240,6 +240,16 @@ def verify_run(
     )
     with _session(spark, master, remote) as session, run_settings(session, run.history_rows()):
         return _check(run, info, expected, session, bootstrap, from_topic=from_topic)
+
+
+def keep_run_topics(run_dir: Path, remote: str) -> list[str]:
+    """Keep the run's topics in its directory now, on the Spark Connect server ``remote``
+    (:func:`~eoslab.verify.topic_reader.keep_topics`); the topics kept. A lane does it before
+    its next run: that run's faults (a broker killed, the proxy holding its route) would meet
+    a check reading the topic later."""
+    run = RunDir(run_dir)
+    with _session(None, None, remote) as session:
+        return keep_topics(session, run, run.read_info())
 
 
 @contextmanager

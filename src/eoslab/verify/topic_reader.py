@@ -125,6 +125,12 @@ def _source(kept: KeptTopic, info: RunInfo, bootstrap: str | None, from_topic: b
     """Where ``kept`` is read: None for its copy, else the cluster (checked to hold it)."""
     if not from_topic and kept.is_kept:
         return None
+    return _cluster(kept, info, bootstrap)
+
+
+def _cluster(kept: KeptTopic, info: RunInfo, bootstrap: str | None) -> str:
+    """Where ``kept``'s topic is read from the cluster (``bootstrap``, else where the run
+    wrote it), checked to hold it."""
     bootstrap = bootstrap or info.bootstrap
     if not topic_exists(bootstrap, kept.topic):
         where = (
@@ -150,15 +156,30 @@ def read_kept(
     halfway leaves none."""
     source = _source(kept, info, bootstrap, from_topic)
     if source is not None:
-        raw = read_raw(
-            spark, source, kept.topic, info.partitions, kept.transactional, isolation=kept.isolation
-        )
-        partial = kept.folder.with_name(f".{kept.folder.name}.partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        raw.select(*SNAPSHOT_COLUMNS).write.parquet(spark_path(partial))
-        shutil.rmtree(kept.folder, ignore_errors=True)
-        partial.rename(kept.folder)
+        _keep(spark, kept, info, source)
     return spark.read.parquet(spark_path(kept.folder))
+
+
+def keep_topics(spark: SparkSession, run: RunDir, info: RunInfo) -> list[str]:
+    """Read each of the run's topics that its directory keeps no copy of yet, from where the
+    run wrote it, and keep it (what a first check does, done before it); the topics kept."""
+    missing = [kept for kept in kept_topics(run, info) if not kept.is_kept]
+    for kept in missing:
+        _keep(spark, kept, info, _cluster(kept, info, None))
+    return [kept.topic for kept in missing]
+
+
+def _keep(spark: SparkSession, kept: KeptTopic, info: RunInfo, source: str) -> None:
+    """``kept``'s topic read from ``source`` at its isolation, kept as the run's copy: written
+    beside, then moved in place (a read that dies halfway leaves none)."""
+    raw = read_raw(
+        spark, source, kept.topic, info.partitions, kept.transactional, isolation=kept.isolation
+    )
+    partial = kept.folder.with_name(f".{kept.folder.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    raw.select(*SNAPSHOT_COLUMNS).write.parquet(spark_path(partial))
+    shutil.rmtree(kept.folder, ignore_errors=True)
+    partial.rename(kept.folder)
 
 
 def _field(parts: Column, name: str) -> Column:

@@ -7,6 +7,7 @@ from typing import Any
 
 from eoslab.rundir import ConsumerSessionInfo, SessionInfo
 from eoslab.runtime.lab import ProcessObservation, ProcessState
+from eoslab.runtime.status import LabError
 
 
 class FakeRuntime:
@@ -16,6 +17,8 @@ class FakeRuntime:
         self.pids = 100
         self.kills_work = True
         """False: kill -9 leaves the process running (a fault the target never applied)."""
+        self.untracked: set[str] = set()
+        """Services the lab has no running process of: signalling one fails, as the lab does."""
 
     def observe(self, name: str) -> ProcessObservation:
         return self.states.setdefault(name, self._fresh())
@@ -24,13 +27,18 @@ class FakeRuntime:
         self.pids += 1
         return ProcessObservation(self.pids, ProcessState.RUNNING)
 
+    def _signal(self, call: str, name: str) -> None:
+        self.calls.append((call, name))
+        if name in self.untracked:
+            raise LabError(f"{name} is not running")
+
     def kill(self, name: str) -> None:
-        self.calls.append(("kill", name))
+        self._signal("kill", name)
         if self.kills_work:
             self.states[name] = ProcessObservation(None, ProcessState.DEAD)
 
     def pause(self, name: str) -> None:
-        self.calls.append(("pause", name))
+        self._signal("pause", name)
         self.states[name] = ProcessObservation(self.observe(name).pid, ProcessState.STOPPED)
 
     def resume(self, name: str) -> None:

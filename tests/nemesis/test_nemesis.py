@@ -23,6 +23,7 @@ from eoslab.nemesis.steps.base import ResolvedStep
 from eoslab.nemesis.timeline import resolve
 from eoslab.run_context import RunContext
 from eoslab.rundir import LabTarget, RunDir
+from eoslab.runtime.lab import ProcessState
 from eoslab.scenarios.catalogue import ScenarioError, parse_scenario
 
 
@@ -943,3 +944,26 @@ def test_partitions_are_refused_where_links_cannot_be_cut_and_a_heal_has_nothing
     logged = lab.logged()
     for kind in ("partition", "link-delay", "link-loss"):
         assert (kind, "leader", "failed") in logged
+
+
+@pytest.mark.parametrize(("kind", "undo"), [("pause", "resume"), ("kill", "restart")])
+def test_a_step_whose_start_fails_on_a_follower_undoes_it_on_the_ones_before(
+    tmp_path: Path, kind: str, undo: str
+) -> None:
+    """Two followers, the lab tracking no process of the second (its record lost): the start
+    fails there, and the first is at once resumed (restarted), not left frozen (dead) past
+    the run with nothing registered to heal it."""
+    lab = Lab(tmp_path, "kafka")
+    lab.nemesis.resolve_target = lambda name, partition=0: ["kafka-3", "kafka-1"]  # type: ignore[method-assign]
+    lab.runtime.untracked.add("kafka-1")
+    (step,) = lab.steps(
+        "kafka", {"kind": kind, "at": 0, "target": "followers", "partition": 0, "duration": 3}
+    )
+    lab.nemesis.start(step)
+    assert lab.runtime.calls == [(kind, "kafka-3"), (kind, "kafka-1"), (undo, "kafka-3")]
+    assert lab.runtime.observe("kafka-3").state is ProcessState.RUNNING
+    assert lab.nemesis.errors == [f"step 0 ({kind}) start: kafka-1 is not running"]
+    lab.nemesis.heal()
+    assert lab.runtime.calls[3:] == []  # nothing left broken to heal
+    (effect,) = lab.effects(step)
+    assert not effect.took_effect

@@ -439,3 +439,21 @@ def start_phase(step: ResolvedStep) -> FaultPhase:
     """``start`` for a fault that will end at its duration, ``instant`` for one that does not
     (what it broke, if anything, is undone when the run heals)."""
     return FaultPhase.START if step.duration_s is not None else FaultPhase.INSTANT
+
+
+def on_each(
+    services: list[str], act: Callable[[str], object], undo: Callable[[str], object]
+) -> None:
+    """``act`` on every service in turn; where one fails, ``undo`` it on the ones before (last
+    first) and raise: a step whose start fails halfway leaves nothing broken, for its undo is
+    registered only once its start is whole (`make conformance`, 2026-12-07: a pause of two
+    followers failed on the second, and the first stayed frozen past the run)."""
+    done: list[str] = []
+    try:
+        for service in services:
+            act(service)
+            done.append(service)
+    except Exception:
+        for service in reversed(done):
+            undo(service)
+        raise

@@ -32,6 +32,7 @@ from eoslab.nemesis.steps.base import (
     StepContext,
     judge_leadership,
     leader_now,
+    on_each,
 )
 from eoslab.runtime.lab import ProcessState
 
@@ -48,7 +49,8 @@ class KillStep(ServiceStep, EndingStep):
         held = _held(ctx, self.target)
         pids: dict[str, int | None] = {}
         stale = []
-        for service in services:
+
+        def kill(service: str) -> None:
             before = ctx.runtime.observe(service)
             ctx.runtime.kill(service)
             after = ctx.runtime.observe(service)
@@ -57,6 +59,8 @@ class KillStep(ServiceStep, EndingStep):
                 stale.append(
                     f"{service} was {before.state} before the kill and {after.state} after"
                 )
+
+        on_each(services, kill, ctx.runtime.restart)
         observed: dict[str, Any] = {"pids": pids}
         if self.target == LEADER:
             observed["leader_before"] = services[0]

@@ -20,6 +20,7 @@ from eoslab.nemesis.steps.base import (
     StepContext,
     judge_leadership,
     leader_now,
+    on_each,
 )
 from eoslab.runtime.lab import ProcessState
 
@@ -33,12 +34,15 @@ class PauseStep(ServiceStep, EndingStep):
         services = ctx.services(step)
         pids: dict[str, int | None] = {}
         running = []
-        for service in services:
+
+        def pause(service: str) -> None:
             ctx.runtime.pause(service)
             after = ctx.runtime.observe(service)
             pids[service] = after.pid
             if after.state is not ProcessState.STOPPED:
                 running.append(f"{service} is {after.state}")
+
+        on_each(services, pause, ctx.runtime.resume)
 
         def resume() -> None:
             for service in services:

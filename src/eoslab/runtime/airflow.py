@@ -25,6 +25,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
@@ -42,6 +43,8 @@ type), the lab's warm Spark unless the user sets AIRFLOW_CONN_EOSLAB_SPARK (a cl
 SPARK_CONN_VARIABLE = f"AIRFLOW_CONN_{SPARK_CONN.upper()}"
 MIGRATE_TIMEOUT_S = 300.0
 LANE_POOL_PREFIX = "eoslab_lane_"
+CHANGED = "changed: "
+"""How ``before-scheduler`` prints each change: Airflow's own warnings share its output."""
 
 
 def lane_pool(target: str) -> str:
@@ -222,7 +225,9 @@ class AirflowHome:
             {**os.environ, **self.environment()},
             str(self.home),
         )
-        return output.splitlines()
+        return [
+            line.removeprefix(CHANGED) for line in output.splitlines() if line.startswith(CHANGED)
+        ]
 
     def _write_local_settings(self) -> None:
         """:data:`LOCAL_SETTINGS` in place, replaced whole when it differs (another Airflow
@@ -267,7 +272,6 @@ def before_scheduler_starts() -> list[str]:
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
     from airflow.utils.state import DagRunState
-    from airflow.utils.timezone import utcnow
     from sqlalchemy import select
 
     done = []
@@ -285,7 +289,7 @@ def before_scheduler_starts() -> list[str]:
                     dag=dag, run_id=run.run_id, commit=True, session=session
                 )
             done.append(f"{run.dag_id} {run.run_id}: left unfinished, marked failed")
-        missed = select(DagModel).where(DagModel.next_dagrun_create_after < utcnow())
+        missed = select(DagModel).where(DagModel.next_dagrun_create_after < datetime.now(UTC))
         for model in session.scalars(missed).all():
             dag = dags.get_latest_version_of_dag(model.dag_id, session=session)
             if dag is None:
@@ -308,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     step = parser.parse_args(argv).step
     if step == "before-scheduler":
         for change in before_scheduler_starts():
-            print(change)
+            print(f"{CHANGED}{change}")
         return 0
     where = os.environ.get("AIRFLOW_HOME", "the default Airflow home")
     try:

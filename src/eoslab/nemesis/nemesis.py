@@ -113,6 +113,11 @@ class Nemesis:
             self._failed(step, "start", error)
 
     def end(self, step: ResolvedStep) -> None:
+        with self._lock:
+            broken = step.index in self._damage
+        if not broken and self._record(step).failure is not None:
+            self._record(step).ended_ms = now_ms()
+            return  # its start failed and broke nothing: nothing to end, nothing to observe
         try:
             step.step.end(self, step)
         except Exception as error:

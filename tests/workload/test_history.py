@@ -1,4 +1,5 @@
-"""The history ledger: outcome mapping, part files, and settling a killed session."""
+"""The history ledger: outcome mapping, part files, and settling a killed session (killed on
+purpose, or by the workload's stop when it outlasts its grace)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from eoslab.clock import wait_until
+from eoslab.run_context import RunContext
 from eoslab.rundir import HISTORY_SCHEMA, Outcome, RunDir
+from eoslab.workload import supervisor
 from eoslab.workload.producer.history import (
     HistoryWriter,
     SendJournal,
@@ -16,6 +20,7 @@ from eoslab.workload.producer.history import (
 )
 from eoslab.workload.producer.outcomes import PRODUCER_KILLED, outcome_of
 from eoslab.workload.producer.plan import KeySpace, RecordStream
+from eoslab.workload.spec import WorkloadSpec
 
 
 @pytest.mark.parametrize(
@@ -88,6 +93,36 @@ def test_a_killed_session_leaves_its_unreported_sends_indeterminate(run_dir: Run
         assert by_seq[seq]["error"] == PRODUCER_KILLED
         assert by_seq[seq]["offset"] is None
         assert by_seq[seq]["send_ms"] == 100 + seq
+
+
+def test_a_session_the_stop_must_kill_leaves_its_sends_indeterminate(
+    run_dir: RunDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real producer session (librdkafka) whose broker never answers: every send waits, and
+    the stop's SIGTERM lets it wait out its flush (30 s) past the grace (0.5 s here), so the
+    stop kills it; what it journaled gets an outcome all the same, not a phantom's silence."""
+    monkeypatch.setattr(supervisor, "STOP_GRACE_S", 0.5)
+    context = RunContext(
+        run_id="run-1",
+        run_dir=run_dir,
+        target="kafka",
+        lab_target="kafka",
+        bootstrap="127.0.0.1:9",  # the discard port: nothing listens on loopback
+        topic="t",
+        partitions=3,
+        seed=0,
+    )
+    workload = supervisor.Workload(WorkloadSpec(records=20), context, {"acks": "all"})
+    workload.start()
+    (session,) = workload.sessions
+    journal = run_dir.journal_file(session.session_id)
+    assert wait_until(lambda: len(read_journal(journal)) == 20, 30, 0.05)
+    workload.stop()
+    assert workload.finished
+    rows = ds.dataset(run_dir.history_dir).to_table().to_pylist()
+    assert sorted(row["seq"] for row in rows) == sorted(e.seq for e in read_journal(journal))
+    assert {(row["outcome"], row["error"]) for row in rows} == {("indeterminate", PRODUCER_KILLED)}
+    assert workload.failures() == []  # stopped by its supervisor: no failure of its own
 
 
 def test_the_record_stream_is_seeded_and_keeps_a_key_on_one_partition() -> None:

@@ -171,8 +171,17 @@ class Workload:
         return _event(read_events(self.run_dir.txn_journal_file(session_id)), "settled", txn)
 
     def stop(self) -> None:
-        """SIGTERM every running session (they finish cleanly), SIGKILL after a grace."""
+        """SIGTERM every running session (they finish cleanly), SIGKILL after a grace. A session
+        the stop had to kill (a run cut at its time bound while a send still waited for the
+        broker) has its in-flight records settled indeterminate, as a crash's: sent, and no
+        outcome the checker could otherwise tell from a record never sent."""
         stop_all((s.process for s in self._sessions.all()), STOP_GRACE_S)
+        for session in self._sessions.all():
+            process = session.process
+            if process.stopped and not process.killed and process.returncode == -signal.SIGKILL:
+                settle_killed_session(
+                    self.run_dir, self.run_id, session.info.session_id, session.info.producer
+                )
 
     def wait(self, timeout_s: float, poll_s: float = 0.1) -> bool:
         """Until every session has exited (True) or the timeout (False)."""

@@ -21,9 +21,11 @@ import hashlib
 import json
 import os
 import secrets
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
@@ -137,6 +139,11 @@ class AirflowHome:
         return self.home / "passwords.json"
 
     @property
+    def database(self) -> Path:
+        """Airflow's database: SQLite, shared by every Airflow process of the lab."""
+        return self.home / "airflow.db"
+
+    @property
     def _secret_file(self) -> Path:
         return self.home / "jwt_secret"
 
@@ -170,7 +177,7 @@ class AirflowHome:
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.password_file),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.database}",
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__PORT": str(self.api_port),
             "AIRFLOW__API__BASE_URL": self.url,
@@ -218,7 +225,10 @@ class AirflowHome:
 
     def before_scheduler(self) -> list[str]:
         """:func:`before_scheduler_starts` on this home's database (in Airflow's environment);
-        what it changed, a line each."""
+        what it changed, a line each. Only when :meth:`left_unsettled` (Airflow's imports cost
+        seconds of every lab's start, with nothing to settle on most)."""
+        if not self.left_unsettled():
+            return []
         output = _run(
             [sys.executable, "-m", "eoslab.runtime.airflow", "before-scheduler"],
             "python -m eoslab.runtime.airflow before-scheduler",
@@ -228,6 +238,23 @@ class AirflowHome:
         return [
             line.removeprefix(CHANGED) for line in output.splitlines() if line.startswith(CHANGED)
         ]
+
+    def left_unsettled(self) -> bool:
+        """Whether the database holds what :func:`before_scheduler_starts` settles (a DAG run
+        queued or running, a next run due in the past), read with SQLite alone; True when it
+        cannot tell (its schema not Airflow's as read here)."""
+        now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")  # as Airflow stores a time
+        try:
+            with closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as db:
+                (unfinished,) = db.execute(
+                    "SELECT count(*) FROM dag_run WHERE state IN ('queued', 'running')"
+                ).fetchone()
+                (missed,) = db.execute(
+                    "SELECT count(*) FROM dag WHERE next_dagrun_create_after < ?", (now,)
+                ).fetchone()
+        except sqlite3.Error:
+            return True
+        return bool(unfinished or missed)
 
     def _write_local_settings(self) -> None:
         """:data:`LOCAL_SETTINGS` in place, replaced whole when it differs (another Airflow

@@ -143,7 +143,7 @@ def run_scenario(
             show_progress=False,
         )
         if keep_on is not None:
-            keep_topics(result.run_dir.path, keep_on)
+            _keep_for_its_check(result.run_dir.path, keep_on)
     run_dir = str(result.run_dir.path)
     log.info("run directory: %s", run_dir)
     for fault in result.info.faults:
@@ -153,7 +153,7 @@ def run_scenario(
     return run_dir
 
 
-def keep_topics(run_dir: Path, remote: str) -> None:
+def _keep_for_its_check(run_dir: Path, remote: str) -> None:
     """The run's topics kept in its directory while its lane is held: the lane's next run may
     fault the target (a broker killed, the proxy holding a route) while a check of this one
     would read them (`make conformance`, 2026-12-07: two checks of reference-broker runs

@@ -133,11 +133,11 @@ def test_the_record_stream_is_seeded_and_keeps_a_key_on_one_partition() -> None:
     assert records == [two.next() for _ in range(500)]
     assert records[0] == first[0]
     assert records != [RecordStream(keys, 7, 0, 1).next() for _ in range(500)]
-    partition_of_key = {}
+    partition_of_key: dict[str, int] = {}
     for record in records:
         assert partition_of_key.setdefault(record.key, record.partition) == record.partition
     assert set(partition_of_key.values()) == {0, 1, 2}
-    per_partition = {}
+    per_partition: dict[int, int] = {}
     for record in records:
         assert record.seq == per_partition.get(record.partition, 0)
         per_partition[record.partition] = record.seq + 1

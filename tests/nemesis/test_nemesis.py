@@ -48,10 +48,10 @@ class Lab:
         self.nemesis = Nemesis(
             context,
             runtime=self.runtime,
-            proxy=self.proxy,
-            refbroker=self.refbroker,
-            workload=self.workload,
-            consumers=self.consumers,
+            proxy=self.proxy,  # type: ignore[arg-type]
+            refbroker=self.refbroker,  # type: ignore[arg-type]
+            workload=self.workload,  # type: ignore[arg-type]
+            consumers=self.consumers,  # type: ignore[arg-type]
         )
 
     def steps(
@@ -693,7 +693,7 @@ def test_a_leader_kill_takes_effect_when_leadership_moved(
     """The leader looked up at the kill, at its end, and (if it had not moved yet) once the
     broker is back."""
     lab = Lab(tmp_path, "kafka")
-    lab.nemesis.leader_of = lambda partition: leaders.pop(0)
+    lab.nemesis.leader_of = lambda partition: leaders.pop(0)  # type: ignore[method-assign]
     (kill,) = lab.steps("kafka", LEADER_KILL)
     lab.nemesis.start(kill)
     lab.nemesis.end(kill)
@@ -707,7 +707,7 @@ def test_a_leader_pause_takes_effect_when_leadership_moved_and_one_node_cannot_m
     tmp_path: Path,
 ) -> None:
     lab = Lab(tmp_path, "kafka")
-    lab.nemesis.leader_of = lambda partition: "kafka-2"
+    lab.nemesis.leader_of = lambda partition: "kafka-2"  # type: ignore[method-assign]
     (pause,) = lab.steps("kafka", {**LEADER_KILL, "kind": "pause"})
     lab.nemesis.start(pause)
     lab.nemesis.end(pause)
@@ -765,7 +765,7 @@ def test_a_transaction_coordinator_kill_must_land_inside_a_transaction(
     monkeypatch.setattr(kill_step, "OPEN_WAIT_S", 0.05)
     lab = Lab(tmp_path, "kafka")
     lab.workload.unsettled = unsettled
-    lab.nemesis.txn_coordinator = lambda: "kafka-3"
+    lab.nemesis.txn_coordinator = lambda: "kafka-3"  # type: ignore[method-assign]
     (kill,) = lab.steps("kafka", {**LEADER_KILL, "target": "txn-coordinator"}, transactional=True)
     lab.nemesis.start(kill)
     lab.nemesis.end(kill)
@@ -776,7 +776,7 @@ def test_a_transaction_coordinator_kill_must_land_inside_a_transaction(
 
 def test_a_group_coordinator_kill_must_land_inside_a_group_generation(tmp_path: Path) -> None:
     lab = Lab(tmp_path, "kafka")
-    lab.nemesis.coordinator = lambda: "kafka-1"
+    lab.nemesis.coordinator = lambda: "kafka-1"  # type: ignore[method-assign]
     formed, forming = lab.steps(
         "kafka",
         {**LEADER_KILL, "target": "coordinator"},
@@ -954,7 +954,7 @@ def test_a_step_whose_start_fails_on_a_follower_undoes_it_on_the_ones_before(
     fails there, and the first is at once resumed (restarted), not left frozen (dead) past
     the run with nothing registered to heal it; the step's end then has nothing to end."""
     lab = Lab(tmp_path, "kafka")
-    lab.nemesis.resolve_target = lambda name, partition=0: ["kafka-3", "kafka-1"]
+    lab.nemesis.resolve_target = lambda name, partition=0: ["kafka-3", "kafka-1"]  # type: ignore[method-assign]
     lab.runtime.untracked.add("kafka-1")
     (step,) = lab.steps(
         "kafka", {"kind": kind, "at": 0, "target": "followers", "partition": 0, "duration": 3}

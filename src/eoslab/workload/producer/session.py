@@ -79,10 +79,14 @@ class SessionSpec(BaseModel):
 
 
 def drain(
-    producer: ProducerApi, timeout_s: float, guarded: Callable[[Callable[[], Any]], Any]
+    producer: ProducerApi,
+    timeout_s: float,
+    guarded: Callable[[Callable[[], Any]], Any],
+    between: Callable[[], object] = lambda: None,
 ) -> int | None:
     """``flush()``, as a loop of polls: the messages left after ``timeout_s`` (None when a
-    fatal error was raised: ``guarded`` records it and returns None). Not ``flush()`` itself:
+    fatal error was raised: ``guarded`` records it and returns None); ``between`` is called
+    after each poll (a session's progress lines go on while it waits). Not ``flush()`` itself:
     confluent-kafka raises a fatal error from inside the call serving librdkafka's callbacks,
     and where ``poll()`` then returns, ``flush()`` goes on serving delivery reports with the
     exception set, which fail (``SystemError: <built-in function time_ns> returned a result
@@ -96,6 +100,7 @@ def drain(
             return left
         if guarded(partial(producer.poll, wait_s)) is None:
             return None
+        between()
     return 0
 
 
@@ -275,8 +280,11 @@ class ProducerSession:
         self._progress(done=True)
 
     def _drain(self, timeout_s: float) -> int | None:
-        """``flush()``, as a loop of polls (:func:`drain`)."""
-        return drain(self.producer, timeout_s, self._guarded)
+        """``flush()``, as a loop of polls (:func:`drain`), the progress lines going on: the
+        acknowledgements that arrive meanwhile are what ``after_acked`` steps wait for (a run
+        of 2026-12-07 sent its last record, then waited 3 s for the last 1,000 acks with its
+        count frozen, and a step due at 1,000 started after a broker's 24 s restart)."""
+        return drain(self.producer, timeout_s, self._guarded, self._housekeeping)
 
     def _await_final_stats(self) -> None:
         """One more statistics sample after the flush: the session's final counters."""

@@ -6,10 +6,12 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from eoslab.kafka_api import encode_request
 from eoslab.proxy.faults.results import answer_errors, error_response
-from eoslab.proxy.faults.spec import Direction, FrameContext
+from eoslab.proxy.faults.spec import Direction, FrameContext, FrameVerdict, LateCopy
 from eoslab.proxy.faults.table import FaultTable
 
 ROUTES = ("kafka-1", "kafka-2")
@@ -32,6 +34,13 @@ def frame(
     size: int = 100,
 ) -> FrameContext:
     return FrameContext(route, direction, api_key, 9, correlation_id, size)
+
+
+def judged(table: FaultTable, context: FrameContext) -> FrameVerdict:
+    """The verdict on a frame some fault fired on."""
+    verdict = table.judge(context, table.for_route(context.route))
+    assert verdict is not None
+    return verdict
 
 
 def verdicts(table: FaultTable, frames: list[FrameContext]) -> list[int]:
@@ -115,9 +124,8 @@ def test_relative_window_bounds_the_fault(table: FaultTable, clock: FakeClock) -
 
 def test_latency_stays_within_mean_plus_minus_jitter(table: FaultTable, clock: FakeClock) -> None:
     table.add({"kind": "latency", "mean_ms": 50, "jitter_ms": 20})
-    faults = table.for_route("kafka-1")
 
-    delays = [table.judge(frame(i), faults).deliver_at - clock.now for i in range(300)]
+    delays = [(judged(table, frame(i)).deliver_at or 0.0) - clock.now for i in range(300)]
 
     assert all(0.030 <= delay <= 0.070 for delay in delays)
     assert max(delays) - min(delays) > 0.02  # jitter is applied
@@ -127,7 +135,7 @@ def test_delays_add_up(table: FaultTable, clock: FakeClock) -> None:
     table.add({"kind": "delay", "ms": 100})
     table.add({"kind": "delay", "ms": 50, "direction": "response"})
 
-    verdict = table.judge(frame(), table.for_route("kafka-1"))
+    verdict = judged(table, frame())
 
     assert verdict.deliver_at == pytest.approx(clock.now + 0.150)
     assert [fault.id for fault, _ in verdict.hits] == ["f1", "f2"]
@@ -135,10 +143,10 @@ def test_delays_add_up(table: FaultTable, clock: FakeClock) -> None:
 
 def test_bandwidth_spaces_frames_by_their_size(table: FaultTable, clock: FakeClock) -> None:
     table.add({"kind": "bandwidth", "bytes_per_s": 1000, "direction": "request"})
-    faults = table.for_route("kafka-1")
 
     releases = [
-        table.judge(frame(i, direction=Direction.REQUEST, size=500), faults).deliver_at - clock.now
+        (judged(table, frame(i, direction=Direction.REQUEST, size=500)).deliver_at or 0.0)
+        - clock.now
         for i in range(3)
     ]
 
@@ -149,7 +157,7 @@ def test_a_dropped_frame_is_seen_by_no_later_fault(table: FaultTable) -> None:
     drop = table.add({"kind": "drop-response", "reset": True})
     delay = table.add({"kind": "delay", "ms": 10})
 
-    verdict = table.judge(frame(), table.for_route("kafka-1"))
+    verdict = judged(table, frame())
 
     assert (verdict.drop, verdict.reset, verdict.deliver_at) == (True, True, None)
     assert (drop.injected, delay.matched) == (1, 0)
@@ -158,9 +166,7 @@ def test_a_dropped_frame_is_seen_by_no_later_fault(table: FaultTable) -> None:
 def test_reset_on_a_matching_frame(table: FaultTable) -> None:
     table.add({"kind": "reset", "api": "Metadata", "direction": "request", "count": 1})
 
-    verdict = table.judge(
-        frame(direction=Direction.REQUEST, api_key=METADATA), table.for_route("kafka-1")
-    )
+    verdict = judged(table, frame(direction=Direction.REQUEST, api_key=METADATA))
 
     assert verdict.reset
     assert not verdict.drop
@@ -173,7 +179,7 @@ def test_blackhole_holds_frames_of_its_route_until_its_window_ends(
 
     assert table.blackhole_end("kafka-1") is None
     assert table.blackhole_end("kafka-2") == pytest.approx(clock.now + 3)
-    assert table.judge(frame(route="kafka-2"), table.for_route("kafka-2")).hold
+    assert judged(table, frame(route="kafka-2")).hold
     clock.now += 3
     assert table.blackhole_end("kafka-2") is None
 
@@ -225,20 +231,22 @@ def test_evidence_counts_what_each_fault_did_per_api_and_connection(table: Fault
         False,
         "reset never fired (no matching traffic)",
     )
-    assert drop.describe()["evidence"]["frames"] == {"Produce": {"4": 1, "5": 1}}
+    listed = drop.describe()["evidence"]  # as the control API lists it
+    assert isinstance(listed, dict)
+    assert listed["frames"] == {"Produce": {"4": 1, "5": 1}}
 
 
 def produce_response(correlation_id: int, partitions: tuple[int, ...]) -> FrameContext:
     """A Produce v9 response frame, every partition of topic "orders" written (NONE)."""
     request = ProduceRequest(
         transactional_id=None,
-        acks=-1,
-        timeout=datetime.timedelta(seconds=30),
+        acks=i16(-1),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
         topic_data=(
             TopicProduceData(
-                name="orders",
+                name=TopicName("orders"),
                 partition_data=tuple(
-                    PartitionProduceData(index=p, records=b"") for p in partitions
+                    PartitionProduceData(index=i32(p), records=Records(b"")) for p in partitions
                 ),
             ),
         ),
@@ -293,7 +301,8 @@ def test_an_error_reject_answers_in_the_brokers_place_and_passes_unknown_version
 ) -> None:
     fault = table.add({"kind": "error", "api": "InitProducerId", "error": 7, "mode": "reject"})
     request = InitProducerIdRequest(
-        transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60)
+        transactional_id=None,
+        transaction_timeout=i32Timedelta.parse(datetime.timedelta(seconds=60)),
     )
     data = encode_request(request, 11, "t")
     known = FrameContext("kafka-1", Direction.REQUEST, 22, 4, 11, len(data), 2, data)
@@ -365,3 +374,44 @@ def test_an_error_fault_with_a_connection_leaves_the_others_alone(table: FaultTa
 
     assert table.judge(produce_response(1, (0,)), table.for_route("kafka-1")) is None  # conn. 3
     assert fault.matched == 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "took_effect"),
+    [
+        ({"": "NONE"}, True),
+        ({"": "PRODUCER_FENCED"}, True),
+        ({"": "CONCURRENT_TRANSACTIONS"}, False),
+    ],
+)
+def test_a_late_copy_the_broker_put_off_did_not_take_effect(
+    table: FaultTable, answer: dict[str, str], took_effect: bool
+) -> None:
+    """An EndTxn delivered late and answered: committed, or fenced, it met a transaction; put
+    off (the coordinator still completing one), it met none, and the step did not take
+    effect (KAFKA-17754's copy landed so in a cell of `make conformance`)."""
+    fault = table.add(
+        {"kind": "late", "route": "kafka-1", "api": "EndTxn", "forward": True, "after_ms": 500}
+    )
+    copy = LateCopy(
+        api="EndTxn",
+        route="kafka-1",
+        connection=3,
+        correlation_id=90,
+        forwarded=True,
+        captured_ms=1_000,
+        delivered_ms=1_500,
+        answered_ms=1_501,
+        answer=answer,
+    )
+    judged, evidence = fault.spec.took_effect(fault.evidence().model_copy(update={"late": [copy]}))
+    assert judged is took_effect
+    assert evidence.startswith(
+        "captured 1 EndTxn request(s) (forwarded too), 1 delivered late and answered: "
+        f"delivered 500 ms after capture, answered {answer['']}"
+    )
+    if not took_effect:
+        assert evidence.endswith(
+            "put off by the broker, which acted on nothing (it was busy: "
+            "the copy landed late into nothing)"
+        )

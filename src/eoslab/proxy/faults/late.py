@@ -14,7 +14,10 @@ Took effect when every copy it captured (and `count` of them) was delivered and 
 the evidence says when each was captured, delivered and answered, and the answer's errors
 (decoded with kio), e.g. the INVALID_TXN_STATE of a Produce that arrived after its
 transaction was aborted (KAFKA-12671), or the answer to an EndTxn delivered late
-(KAFKA-17754).
+(KAFKA-17754). Not when the broker put a copy off (:data:`PUT_OFF`: the coordinator was busy
+and acted on nothing, as it tells a client to try again; a late EndTxn of `make conformance`,
+2026-12-07, met the next transaction's commit under way): the copy came, but not late into
+anything.
 """
 
 from __future__ import annotations
@@ -37,6 +40,15 @@ from eoslab.proxy.faults.spec import (
 )
 
 MAX_COPIES = 100
+PUT_OFF = frozenset(
+    {
+        "CONCURRENT_TRANSACTIONS",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "COORDINATOR_NOT_AVAILABLE",
+        "NOT_COORDINATOR",
+    }
+)
+"""Answers by which a coordinator declines a request for now, having done nothing with it."""
 MAX_AFTER_MS = 600_000
 
 
@@ -169,9 +181,14 @@ class LateSpec(DecodedFaultSpec):
         for copy in copies:
             if copy.answer is None:
                 return False, f"{line}; {self._why_not(copy)}"
+        details = "; ".join(_delivery(copy) for copy in answered)
         if len(copies) < self.count:
             return False, f"{line}; {self.count - len(copies)} short of count {self.count}"
-        details = "; ".join(_delivery(copy) for copy in answered)
+        if put_off := [c for c in answered if PUT_OFF & set((c.answer or {}).values())]:
+            return False, (
+                f"{line}: {details}; {len(put_off)} put off by the broker, which acted on "
+                "nothing (it was busy: the copy landed late into nothing)"
+            )
         return True, f"{line}: {details}"
 
     def _why_not(self, copy: LateCopy) -> str:

@@ -1,7 +1,10 @@
 """The chaos proxy: one listener per route (broker), every connection forwarded to its upstream."""
 
 import asyncio
+import contextlib
 import itertools
+import socket
+import struct
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -159,7 +162,7 @@ class ChaosProxy:
                     f"chaos proxy: {route.name}: upstream {route.upstream} unreachable: {error}",
                     file=sys.stderr,
                 )
-                writer.close()
+                refuse(writer)
                 return
             connection = ProxiedConnection(
                 connection_id, route.name, (reader, writer), upstream, self._services
@@ -180,3 +183,16 @@ class ChaosProxy:
             fault.acted_on_connection(connection_id)
             self.fault_log.record(**fault.connection_entry(route, connection_id))
         await self._services.gate.wait_open(route)
+
+
+def refuse(writer: asyncio.StreamWriter) -> None:
+    """Close an accepted connection with a TCP reset: as near as the proxy comes to the refusal
+    a dead broker's own port gives. A clean close instead is a first read of nothing, which a
+    client may take for the broker's verdict on its TLS or SASL and give up for good (franz-go
+    v1.22.2: a fatal producer id error, its reference broker restarting, `make conformance`
+    2026-12-07), where a reset or a refusal is the network's doing, retried."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()

@@ -18,7 +18,12 @@ from eoslab.workload.drivers.contract import Line, record
 from eoslab.workload.drivers.java import config as java_config
 from eoslab.workload.drivers.java import failure_line
 from eoslab.workload.drivers.registry import prepare
-from eoslab.workload.drivers.remote import DriverProcess, RemoteProducer, kafka_error
+from eoslab.workload.drivers.remote import (
+    DriverProcess,
+    RemoteConsumer,
+    RemoteProducer,
+    kafka_error,
+)
 
 JAVA = "java:3.9.2"
 
@@ -152,6 +157,51 @@ def test_a_driver_that_runs_another_release_than_asked_is_refused() -> None:
     mislabelled = ClientLaunch(family="java", version="3.3.1", command=built.command)
     with pytest.raises(KafkaException, match=r"runs client 3\.9\.2, not 3\.3\.1"):
         DriverProcess(mislabelled)
+
+
+class ConsumeFails:
+    """A driver whose consumer's every consume fails with ``error`` (pure logic: how the
+    session's half of the protocol hands it to the role)."""
+
+    def __init__(self, error: Line) -> None:
+        self.error = error
+
+    def new_handle(self, prefix: str) -> str:
+        return f"{prefix}1"
+
+    def listen(self, *_: object) -> None:
+        return None
+
+    def call(self, line: Line) -> Line:
+        if line["op"] == "consume":
+            raise KafkaException(kafka_error(self.error))
+        return {}
+
+
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [
+        ({"code": KafkaError._TIMED_OUT, "reason": "offsets by times", "retriable": True}, False),
+        ({"code": KafkaError.TOPIC_AUTHORIZATION_FAILED, "reason": "denied"}, True),
+        ({"code": KafkaError._FATAL, "reason": "fenced", "fatal": True}, True),
+    ],
+)
+def test_an_error_the_client_gets_past_by_itself_is_no_record_and_a_callback(
+    error: Line, raised: bool
+) -> None:
+    """As librdkafka's poll retries inside: the Java client's offset lookup timing out while
+    its broker restarts is no record and an error callback (a reader raising it died with the
+    topic half read); an error it cannot get past is raised."""
+    told: list[KafkaError] = []
+    driver = ConsumeFails(error)
+    consumer = RemoteConsumer(driver, {"error_cb": told.append}, lambda _config: ({}, 0))  # type: ignore[arg-type]
+    if raised:
+        with pytest.raises(KafkaException):
+            consumer.consume(10, 0.1)
+        assert told == []
+    else:
+        assert consumer.consume(10, 0.1) == []
+        assert [e.code() for e in told] == [KafkaError._TIMED_OUT]
 
 
 def test_a_driver_exits_at_once_when_its_session_is_gone() -> None:

@@ -125,8 +125,8 @@ def run_scenario(
     """Topic, workload ∥ nemesis, heal (what `eoslab run` does); returns the run directory. A
     run that went wrong or whose faults did not all take effect is checked all the same: its
     verdict says it is invalid, and why. ``keep_on``: a Spark Connect server on which the run's
-    topics are then read and kept in its directory (:func:`_keep_for_its_check`) before the target's
-    lane is let go."""
+    topics are then read and kept in its directory (:func:`_keep_for_its_check`) before the
+    target's lane is let go."""
     config = lab_config()
     holder = f"{scenario} ({mode or 'its mode'}, {client or 'librdkafka'}, pid {os.getpid()})"
     with lane_held(config.state_dir, [target], holder):

@@ -7,6 +7,7 @@ every process of a lab even when its state file is gone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -110,9 +111,14 @@ def terminate(record: ProcessRecord) -> bool:
 
 
 def stop(record: ProcessRecord, grace_s: float) -> None:
-    """SIGTERM, then SIGKILL after the grace period; returns when the group is gone."""
+    """SIGTERM, then SIGKILL after the grace period; returns when the group is gone. The
+    SIGKILL goes to what is left of the group even when its leader has ended: a member that
+    outlived the SIGTERM (an Airflow scheduler's LocalExecutor worker, left running by a
+    `make down` of 2026-12-07) is the service's still (a live member keeps the group's id from
+    being reused)."""
     if terminate(record) and not wait_gone(record, grace_s):
-        signal_group(record, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(record.pid, signal.SIGKILL)
         wait_gone(record, 10.0)
     _reap(record.pid)
 

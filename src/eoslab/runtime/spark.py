@@ -124,20 +124,12 @@ def spark_submit(
     ]
 
 
-CHECKS_NICENESS = 10
-"""The warm Spark's niceness: in lanes its checks share two cores with other lanes' runs, whose
-faults land on time only if their brokers and clients get the CPU first (a check's verdict does
-not depend on its pace; `make conformance` of 2026-12-07 at a load of 14: cells invalid for a
-crash that met no effect, a drop that met no request)."""
-
-
 def connect_server_command(port: int, local_dir: Path, master: str = DEFAULT_MASTER) -> list[str]:
     """The lab's Spark Connect server: a driver on ``master`` with the checker's connectors,
-    serving gRPC on loopback only, its shuffle and spill files in ``local_dir`` (the lab's),
-    at :data:`CHECKS_NICENESS`. A check's snapshots (``localCheckpoint``) outlive its client's
-    release of them until the driver's garbage collector lets Spark's cleaner see them go: a
-    server that lives for days collects every :data:`CLEANER_GC_INTERVAL` rather than Spark's
-    30 minutes."""
+    serving gRPC on loopback only, its shuffle and spill files in ``local_dir`` (the lab's).
+    A check's snapshots (``localCheckpoint``) outlive its client's release of them until the
+    driver's garbage collector lets Spark's cleaner see them go: a server that lives for days
+    collects every :data:`CLEANER_GC_INTERVAL` rather than Spark's 30 minutes."""
     conf = {
         **SESSION_CONF,
         "spark.cleaner.periodicGC.interval": CLEANER_GC_INTERVAL,
@@ -145,10 +137,9 @@ def connect_server_command(port: int, local_dir: Path, master: str = DEFAULT_MAS
         "spark.connect.grpc.binding.address": HOST,
         "spark.connect.grpc.binding.port": str(port),
     }
-    submit = spark_submit(
+    return spark_submit(
         "--class", CONNECT_SERVER_CLASS, name=CONNECT_APP_NAME, master=master, conf=conf
     )
-    return ["nice", "-n", str(CHECKS_NICENESS), *submit]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -160,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.local_dir.mkdir(parents=True, exist_ok=True)
     command = connect_server_command(args.port, args.local_dir)
-    os.execvpe(command[0], command, {**os.environ, **spark_environment()})
+    os.execve(command[0], command, {**os.environ, **spark_environment()})
 
 
 if __name__ == "__main__":

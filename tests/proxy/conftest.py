@@ -102,6 +102,19 @@ def proxied_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxiedK
         lab.down()
 
 
+@pytest.fixture
+def route_to_a_dead_broker(tmp_path: Path) -> Iterator[int]:
+    """A proxy whose one route leads to a port nothing listens on: the route's port."""
+    listen, dead, control = free_port(), free_port(), free_port()
+    proxy = start_proxy(
+        [f"kafka-1=127.0.0.1:{listen}=127.0.0.1:{dead}"], control, tmp_path / "faults.jsonl"
+    )
+    try:
+        yield listen
+    finally:
+        stop(proxy)
+
+
 @dataclass(frozen=True)
 class LoneProxy:
     """A proxy whose routes lead nowhere: enough for its control API and process behaviour."""

@@ -6,13 +6,11 @@ import json
 import socket
 import subprocess
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from typer.testing import CliRunner
 
-from conftest import start_proxy, stop
 from eoslab.control.http import ControlError
 from eoslab.proxy.command import app
 from eoslab.runtime.ports import free_port
@@ -49,22 +47,17 @@ def test_a_port_in_use_exits_non_zero_naming_the_port() -> None:
 
 
 def test_a_connection_to_a_broker_that_is_down_is_reset_as_a_refused_one(
-    tmp_path: Path,
+    route_to_a_dead_broker: int,
 ) -> None:
     """The route's broker does not listen: the client's connection is reset, the nearest an
     accepted connection comes to the refusal the broker's own port gives. A clean close would
     be a first read of nothing, which franz-go takes for the broker refusing its TLS or SASL:
     a fatal error where a dead broker's port gives a retried one."""
-    listen, dead, control = free_port(), free_port(), free_port()
-    proxy = start_proxy([f"kafka-1=127.0.0.1:{listen}=127.0.0.1:{dead}"], control, tmp_path / "f")
-    try:
-        with (  # the reset can meet the client's connect already, or its first read
-            pytest.raises(ConnectionResetError),
-            socket.create_connection(("127.0.0.1", listen), timeout=10) as client,
-        ):
-            client.recv(1)
-    finally:
-        stop(proxy)
+    with (  # the reset can meet the client's connect already, or its first read
+        pytest.raises(ConnectionResetError),
+        socket.create_connection(("127.0.0.1", route_to_a_dead_broker), timeout=10) as client,
+    ):
+        client.recv(1)
 
 
 def test_sigterm_stops_the_proxy_cleanly() -> None:

@@ -113,17 +113,16 @@ class Nemesis:
             self._failed(step, "start", error)
 
     def end(self, step: ResolvedStep) -> None:
+        record = self._record(step)
         with self._lock:
             broken = step.index in self._damage
-        if not broken and self._record(step).failure is not None:
-            self._record(step).ended_ms = now_ms()
-            return  # its start failed and broke nothing: nothing to end, nothing to observe
         try:
-            step.step.end(self, step)
+            if broken or record.failure is None:  # a failed start that broke nothing: no end
+                step.step.end(self, step)
         except Exception as error:
             self._failed(step, "end", error)
         finally:
-            self._record(step).ended_ms = now_ms()
+            record.ended_ms = now_ms()
 
     def skip(self, step: ResolvedStep, reason: str) -> None:
         self._record(step).skipped = reason

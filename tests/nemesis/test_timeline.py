@@ -99,6 +99,7 @@ def test_the_runner_starts_ends_and_skips_on_its_clock() -> None:
         workload_done=lambda: acked[0] >= 6,
         clock=lambda: now[0],
     )
+    assert not runner.prime()  # no step at 0: nothing in place before the workload
     runner.tick(now[0])
     assert recorder.events == []
     now[0] = 100.99
@@ -145,8 +146,9 @@ def test_a_step_at_zero_is_in_place_before_the_workload_starts() -> None:
         workload_done=lambda: False,
         clock=lambda: now[0],
     )
-    runner.prime()  # before the workload: only the step at 0
+    assert runner.prime()  # before the workload: only the step at 0 (and there was one)
     assert recorder.events == [("start", 0)]
+    assert not runner.prime()  # nothing is due at 0 any more
     now[0] = 51.5  # the clients took 1.5 s to start; the timeline's clock starts now
     runner.tick(now[0])
     assert recorder.events == [("start", 0)]

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from eoslab.admin import create_topic
 from eoslab.clients import MATRIX_DRIVERS, ClientError, ClientLaunch, ClientRef, parse_client
-from eoslab.rundir import REPLICATION, LabTarget
+from eoslab.clock import now_ms
+from eoslab.run_context import RunContext
+from eoslab.rundir import REPLICATION, LabTarget, RunDir
 from eoslab.runtime.local import LocalRuntime
 from eoslab.workload.drivers.api import ClientApi, ConsumerApi
 from eoslab.workload.drivers.contract import Line, record
@@ -24,6 +28,8 @@ from eoslab.workload.drivers.remote import (
     RemoteProducer,
     kafka_error,
 )
+from eoslab.workload.spec import TransactionSpec, WorkloadSpec
+from eoslab.workload.supervisor import Workload
 
 JAVA = "java:3.9.2"
 
@@ -365,3 +371,61 @@ def test_a_drivers_records_cross_as_bytes_and_every_token_gets_its_outcome(
         finally:
             reader.close()
         assert [(m.offset(), m.key(), m.value()) for m in read if m is not None] == acked[topic]
+
+
+@pytest.mark.parametrize(
+    ("ref", "transactional"),
+    [("librdkafka", False), ("librdkafka", True), *((str(r), False) for r in MATRIX_DRIVERS)],
+)
+def test_a_warm_start_is_ready_once_the_first_record_has_its_outcome(
+    lab: LocalRuntime, tmp_path: Path, ref: str, transactional: bool
+) -> None:
+    """The run's first sessions start warm (no fault in place before them): the workload's start
+    returns only once each session's first record is acknowledged, so the fault clock starts
+    with a workload that flows, on every client; the rest of the share follows at its rate."""
+    bootstrap = lab.config.bootstrap("kafka")
+    topic = f"warm-{ref.replace(':', '-')}-{transactional:d}-{time.monotonic_ns()}"
+    create_topic(bootstrap, topic, 3, REPLICATION["kafka"])
+    run_dir = RunDir(tmp_path / "run").create()
+    if transactional:
+        run_dir.create_transactions()
+    workload = Workload(
+        WorkloadSpec(
+            records=60,
+            producers=2,
+            rate=200,
+            keys=8,
+            transactions=TransactionSpec(records_per_transaction=5, abort_ratio=0)
+            if transactional
+            else None,
+        ),
+        RunContext(
+            run_id="warm",
+            run_dir=run_dir,
+            target="kafka",
+            lab_target="kafka",
+            bootstrap=bootstrap,
+            topic=topic,
+            partitions=3,
+            seed=1,
+            client=None if ref == "librdkafka" else prepare(parse_client(ref)),
+        ),
+        {"enable.idempotence": True, "acks": "all"},
+    )
+    workload.start(warm=True)
+    ready_ms = now_ms()
+    try:
+        assert workload.wait(60)
+    finally:
+        workload.stop()
+    rows = ds.dataset(run_dir.history_dir).to_table().to_pylist()
+    assert len(rows) == 60
+    assert {row["outcome"] for row in rows} == {"ack"}
+    first_ack = {
+        s.session_id: min(r["ack_ms"] for r in rows if r["session_id"] == s.session_id)
+        for s in workload.sessions
+    }
+    assert len(first_ack) == 2
+    assert max(first_ack.values()) <= ready_ms  # each had an acknowledgement when start returned
+    if transactional:  # both sessions' transactions sealed into the ledger
+        assert len(list(run_dir.transactions_dir.glob("*.parquet"))) == 2

@@ -98,12 +98,15 @@ class TimelineRunner(threading.Thread):
     def done(self) -> bool:
         return not (self._pending or self._active)
 
-    def prime(self) -> None:
+    def prime(self) -> bool:
         """Start the steps due at once (``at: 0``), before the workload starts: a fault in place
-        before the first client is made. The thread's clock starts later, with the workload."""
-        for step in [s for s in self._pending if s.at_s == 0]:
+        before the first client is made; whether there was one. The thread's clock starts
+        later, with the workload."""
+        due = [s for s in self._pending if s.at_s == 0]
+        for step in due:
             self._pending.remove(step)
             self._begin(step)
+        return bool(due)
 
     def _begin(self, step: ResolvedStep) -> None:
         self._executor.start(step)

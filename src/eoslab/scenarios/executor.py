@@ -622,7 +622,7 @@ def play(run: Run, *, show_progress: bool | None = None) -> list[str]:
     """Workloads ∥ timeline until done or the scenario's time bound; returns what went wrong
     while playing (the workloads and timeline are still to be stopped: :func:`finish`)."""
     problems: list[str] = []
-    run.timeline.prime()  # `at: 0` faults meet the clients' first requests
+    primed = run.timeline.prime()  # `at: 0` faults meet the clients' first requests
     if run.workloads.readers is not None:
         run.workloads.readers.start()
     if run.workloads.copiers is not None:
@@ -634,7 +634,9 @@ def play(run: Run, *, show_progress: bool | None = None) -> list[str]:
                 f"the consumer group did not form within {SETTLE_TIMEOUT_S:g} s: "
                 "the records were produced to an incomplete group"
             )
-    run.workloads.producers.start()
+    # The fault clock starts once the producers flow (a warm start), unless a fault is in
+    # place already, which the first records are to meet.
+    run.workloads.producers.start(warm=not primed)
     run.timeline.start()
     timeout_s = run.plan.scenario.timeout_s
     _wait(

@@ -74,10 +74,12 @@ class Workload:
         self._started_at: float | None = None
 
     # ---------------------------------------------------------------- lifecycle
-    def start(self) -> None:
+    def start(self, *, warm: bool = False) -> None:
         """Start every producer and return once each has made its client (bounded): the
-        timeline's clock starts with clients that can send, whatever their start-up takes."""
-        launched = [self._launch(producer) for producer in range(self.spec.producers)]
+        timeline's clock starts with clients that can send, whatever their start-up takes.
+        ``warm``: once each has its first record's outcome too (a warm start,
+        :mod:`eoslab.workload.producer.session`): the clock starts with a workload that flows."""
+        launched = [self._launch(producer, warm) for producer in range(self.spec.producers)]
         wait_until(
             lambda: all(s.process.progress or not s.process.running for s in launched),
             READY_TIMEOUT_S,
@@ -251,7 +253,7 @@ class Workload:
             duration = max(0.001, duration - (time.monotonic() - self._started_at))
         return records, duration
 
-    def _launch(self, producer: int) -> Session[SessionInfo]:
+    def _launch(self, producer: int, warm: bool = False) -> Session[SessionInfo]:
         records, duration = self._remaining(producer)
         session_id = uuid.uuid4().hex
         session_index = len(self._sessions.of(producer))
@@ -277,6 +279,7 @@ class Workload:
                 None if self.spec.transactions is None else self.transactional_ids[producer]
             ),
             client=self.context.client,
+            warm_start=warm,
         )
         info = SessionInfo(session_id=session_id, producer=producer, started_ms=now_ms())
 

@@ -8,6 +8,14 @@ line to stdout every PROGRESS_INTERVAL_S (the supervisor reads them).
 
 SIGTERM ends the session early but cleanly: stop sending, wait for outstanding reports.
 
+A **warm start** (``warm_start``, the run's first sessions when no fault is in place before
+them): the session's first progress line, which the workload's start waits for, comes only once
+its first record has its outcome (bounded by WARM_UP_TIMEOUT_S), and its rate and duration count
+from then. A client's first acknowledgement can come seconds after its first send (metadata, the
+producer id, a JVM's first requests: up to 4.8 s in the matrix of 2026-12-07); a fault clock
+started at the first send met a workload that had not flowed yet (a leader killed before it
+had acknowledged anything alone, a dropped Produce that never came).
+
 A **fatal** client error (librdkafka raises it on an idempotence failure it cannot recover
 from, e.g. OUT_OF_ORDER_SEQUENCE_NUMBER after a possibly-persisted batch, librdkafka #3584) is
 an observation, not a crash: whichever call raises it (poll, produce, flush, purge), the session
@@ -45,6 +53,8 @@ from eoslab.workload.spec import TransactionSpec
 PROGRESS_INTERVAL_S = 0.2
 QUEUE_FULL_PATIENCE_S = 10.0
 PURGE_GRACE_S = 5.0
+WARM_UP_TIMEOUT_S = 30.0
+"""How long a warm start waits for its first record's outcome before it says it is ready."""
 
 DeliveryCallback = Callable[[KafkaError | None, Message], None]
 
@@ -76,6 +86,8 @@ class SessionSpec(BaseModel):
     transactional_id: str | None = None
     client: ClientLaunch | None = None
     """The client the session runs (None: the workload's own librdkafka)."""
+    warm_start: bool = False
+    """Ready once the first record sent has its outcome; rate and duration count from then."""
 
 
 def drain(
@@ -137,6 +149,9 @@ class ProducerSession:
         starts at 0 with a new PID, so this is how often it was bumped."""
         self.producer_id: int | None = None
         """The producer id librdkafka's statistics last showed (None before the first)."""
+        self._warming = spec.warm_start
+        self._origin = time.monotonic()
+        """Where the session's rate and duration count from (after a warm start's warm-up)."""
 
     # ---------------------------------------------------------------- callbacks
     def _on_stats(self, raw: str) -> None:
@@ -204,30 +219,61 @@ class ProducerSession:
     # ---------------------------------------------------------------- sending
     def run(self) -> None:
         spec = self.spec
-        started = time.monotonic()
-        deadline = started + spec.duration_s if spec.duration_s is not None else None
+        self._origin = time.monotonic()
         sent = 0
-        while not self.stopping and self.fatal is None:
+        while self._live:
             if spec.records is not None and sent >= spec.records:
                 break
-            if deadline is not None and time.monotonic() >= deadline:
+            if self._past_duration():
                 break
             if spec.rate:
-                self._wait_until(started + sent / spec.rate)
+                self._wait_until(self._due(sent))
                 if self.stopping:
                     break
             self._send(self.stream.next())
             sent += 1
             self._guarded(lambda: self.producer.poll(0))
+            self._warm_up()
             self._housekeeping()
         if spec.records is not None:
             self.planned_left = spec.records - sent
         self._finish()
 
+    def _due(self, sent: int) -> float:
+        """When the record after ``sent`` records is due at the session's rate (at once
+        without one)."""
+        return self._origin + sent / self.spec.rate if self.spec.rate else 0.0
+
+    def _past_duration(self) -> bool:
+        duration = self.spec.duration_s
+        return duration is not None and time.monotonic() >= self._origin + duration
+
     def _wait_until(self, moment: float) -> None:
-        while not self.stopping and self.fatal is None and (left := moment - time.monotonic()) > 0:
+        while self._live and (left := moment - time.monotonic()) > 0:
             self._guarded(lambda: self.producer.poll(min(left, 0.05)))
             self._housekeeping()
+
+    def _warm_up(self) -> None:
+        """A warm start, after its first send: wait (bounded) for that record's outcome, then
+        count the rate and duration from now and say the session is ready."""
+        if not self._warming:
+            return
+        deadline = time.monotonic() + WARM_UP_TIMEOUT_S
+        while self._live and self._outcomes == 0 and time.monotonic() < deadline:
+            self._guarded(lambda: self.producer.poll(0.05))
+            self.history.maybe_flush()
+        self._warming = False
+        self._origin = time.monotonic()
+        self._progress(done=False)
+
+    @property
+    def _outcomes(self) -> int:
+        """Records with a final outcome so far."""
+        return sum(self.counts[o.value] for o in (Outcome.ACK, Outcome.FAIL, Outcome.INDETERMINATE))
+
+    @property
+    def _live(self) -> bool:
+        return not self.stopping and self.fatal is None
 
     def _send(self, record: PlannedRecord) -> None:
         spec = self.spec
@@ -295,8 +341,10 @@ class ProducerSession:
             self._guarded(lambda: self.producer.poll(0.05))
 
     def _housekeeping(self) -> None:
+        """The history flushed now and then, and a progress line every PROGRESS_INTERVAL_S
+        (none while a warm start warms up: its first line says it is ready)."""
         self.history.maybe_flush()
-        if time.monotonic() - self._last_progress >= PROGRESS_INTERVAL_S:
+        if not self._warming and time.monotonic() - self._last_progress >= PROGRESS_INTERVAL_S:
             self._progress(done=False)
 
     def _progress(self, *, done: bool) -> None:
@@ -319,8 +367,10 @@ class ProducerSession:
 
     def ready(self) -> None:
         """The client is made (a driver program started): a first progress line says so, and
-        the workload's start waits for it (a JVM takes a second or more to start)."""
-        self._progress(done=False)
+        the workload's start waits for it (a JVM takes a second or more to start); a warm
+        start says so later, once its first record has its outcome (:meth:`_warm_up`)."""
+        if not self._warming:
+            self._progress(done=False)
 
     def stop(self, *_: object) -> None:
         self.stopping = True

@@ -129,19 +129,18 @@ class TransactionalSession(ProducerSession):
         init_error = self._call(lambda: self.producer.init_transactions(timeout))
         if init_error is not None and self.fatal is None:
             raise KafkaException(init_error)
-        started = time.monotonic()
-        deadline = started + spec.duration_s if spec.duration_s is not None else None
+        self._origin = time.monotonic()
         sent, txn = 0, 0
-        while not self.stopping and self.fatal is None and not self.superseded:
+        while self._live and not self.superseded:
             left = None if spec.records is None else spec.records - sent
             if left is not None and left <= 0:
                 break
-            if deadline is not None and time.monotonic() >= deadline:
+            if self._past_duration():
                 break
             size = self.txn.records_per_transaction
             records = [self.stream.next() for _ in range(size if left is None else min(size, left))]
             sent += len(records)
-            self._transaction(txn, records, lambda n: started + n / spec.rate if spec.rate else 0)
+            self._transaction(txn, records)
             txn += 1
         if spec.records is not None:
             if self.superseded:
@@ -151,9 +150,7 @@ class TransactionalSession(ProducerSession):
         self.ledger.close()
         self._finish()
 
-    def _transaction(
-        self, txn: int, records: list[PlannedRecord], due: Callable[[int], float]
-    ) -> None:
+    def _transaction(self, txn: int, records: list[PlannedRecord]) -> None:
         """Begin, send, flush and commit or abort one transaction; journal each step."""
         intended = ABORT if self._choices.random() < self.txn.abort_ratio else COMMIT
         self.ledger.begin(txn, intended, records, now_ms())
@@ -163,9 +160,10 @@ class TransactionalSession(ProducerSession):
             if begun is not None or self.stopping or self.fatal is not None:
                 self._record(record, now_ms(), Outcome.UNSENT, error="_TRANSACTION_NOT_BEGUN")
                 continue
-            self._wait_until(due(self.counts["sent"]))
+            self._wait_until(self._due(self.counts["sent"]))
             self._send(record)
             self._guarded(lambda: self.producer.poll(0))
+            self._warm_up()
             self._housekeeping()
             self._freeze_point(txn, acked_before, len(records) - index - 1)
         if begun is not None:
@@ -214,10 +212,6 @@ class TransactionalSession(ProducerSession):
         franz-go's EndTransaction commits what was written, which a late EndTxn can have
         committed already: KAFKA-17754)."""
         return self.counts["fail"] + self.counts["indeterminate"]
-
-    @property
-    def _live(self) -> bool:
-        return not self.stopping and self.fatal is None
 
     def _progress_line(self, *, done: bool) -> dict[str, Any]:
         return {

@@ -103,6 +103,7 @@ def test_python_services_run_the_local_command_computed_in_their_container(
         if service.kind is not Kind.AIRFLOW:  # Airflow's environment needs its prepared home
             argv, env = service_command(local, service)
             assert argv == local.argv(service)
+            assert Path(argv[0]).is_absolute(), argv  # the container execs it without PATH
             assert env["EOSLAB_TARGETS"] == "kafka,kafka4,refbroker"
     airflow = [s.name for s in python if s.kind is Kind.AIRFLOW]
     assert len(airflow) == 4

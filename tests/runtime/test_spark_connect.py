@@ -1,5 +1,6 @@
 """The lab's warm Spark: a Spark Connect server started and watched like the other services,
-on loopback only, found by the checker by itself, and still serving after a client's bad query.
+on loopback only, yielding the CPU to the runs, found by the checker by itself, and still
+serving after a client's bad query.
 (The checks through it are the checker's own tests: their `spark` session is on it.)"""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect.client.reattach import ExecutePlanResponseReattachableIterator
 
 from eoslab.runtime.local import LocalRuntime
+from eoslab.runtime.spark import CHECKS_NICENESS
 from eoslab.runtime.topology import Kind
 from eoslab.settings import LAB_DIR, PORT_OFFSET, SPARK_REMOTE, WITH_SPARK_CONNECT
 from eoslab.verify.spark_session import build_session, default_remote
@@ -33,6 +35,8 @@ def test_the_warm_spark_is_a_healthy_lab_service_on_loopback(lab: LocalRuntime) 
     ]
     assert lab.config.spark_connect_port in {c.laddr.port for c in listening}
     assert {c.laddr.ip for c in listening} <= {"127.0.0.1", "::ffff:127.0.0.1"}, listening
+    # its checks take the CPU the runs of other lanes leave (the JVM that serves them included)
+    assert {psutil.Process(pid).nice() for pid in pids} == {CHECKS_NICENESS}
 
 
 def test_the_checker_finds_the_warm_spark_by_itself(

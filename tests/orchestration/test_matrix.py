@@ -11,6 +11,7 @@ from eoslab.orchestration.matrix import (
     FRANZ_GO,
     JAVA,
     MATRIX_CLIENTS,
+    SAMPLE_STRIDE,
     Cell,
     MatrixError,
     plan,
@@ -66,6 +67,22 @@ def test_the_full_matrix_runs_every_consumer_scenario_in_each_of_its_modes() -> 
     consumer_clients = {c.client for c in cells if c.mode is not None}
     assert consumer_clients == {None, *CONSUMER_CLIENTS}
     assert not {c.client for c in cells if c.scenario == "inflight-6"} - {None}
+
+
+def test_the_sample_matrix_keeps_every_targets_share_of_the_full_one() -> None:
+    full, sample = plan({"matrix": "full"}), plan({"matrix": "sample"})
+    assert set(sample) <= set(full)
+    for target in LAB_TARGETS:
+        on_target = [c for c in full if c.target == target]
+        assert [c for c in sample if c.target == target] == on_target[::SAMPLE_STRIDE]
+    assert len(sample) == sum(
+        -(-len([c for c in full if c.target == t]) // SAMPLE_STRIDE) for t in LAB_TARGETS
+    )
+    assert {c.mode is None for c in sample} == {True, False}  # both halves
+    assert {c.client for c in sample} >= {None, JAVA, FRANZ_GO}
+    assert plan({"matrix": "sample", "targets": ["refbroker"]}) == [
+        c for c in sample if c.target == "refbroker"
+    ]
 
 
 def test_a_request_names_the_clients_it_runs() -> None:

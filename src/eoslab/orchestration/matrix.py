@@ -13,8 +13,11 @@ the workload's own librdkafka and on every client of :data:`MATRIX_CLIENTS` wher
 (the consumer half on :data:`CONSUMER_CLIENTS`; a scenario about one client's behaviour or played
 by the probe says ``every_client: false``), each scenario that names other clients once per
 client, and a few producer scenarios paired with consumers (:data:`END_TO_END`: exactly-once from
-the producer to the sink). A request's ``clients`` narrows any matrix to those clients
-(``librdkafka`` is the workload's own).
+the producer to the sink). The sample matrix is every :data:`SAMPLE_STRIDE` th cell of the full
+one on each target, in the full one's order (each target's share of the cells kept): what `make
+bench` measures the lanes against one lane on, where the whole matrix twice would take a day's
+machine. A request's ``clients`` narrows any matrix to those clients (``librdkafka`` is the
+workload's own).
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ CONSUMER_CLIENTS: tuple[str, ...] = (JAVA,)
 OWN_CLIENT = "librdkafka"
 """How a request's ``clients`` names the workload's own librdkafka."""
 DEFAULT_RECORDS = 1500
-MATRICES = ("default", "full")
+MATRICES = ("default", "full", "sample")
+SAMPLE_STRIDE = 15
+"""The sample matrix takes every 15th cell of the full one on each target (452 cells: 31)."""
 
 
 class MatrixError(ValueError):
@@ -93,7 +98,7 @@ DEFAULT_CELLS: tuple[Cell, ...] = (
 
 
 def plan(request: Mapping[str, Any]) -> list[Cell]:
-    """The cells of a matrix request (a DAG run's conf): ``matrix`` "default" or "full", or
+    """The cells of a matrix request (a DAG run's conf): ``matrix`` "default", "full" or "sample", or
     explicit ``scenarios``; optional ``targets`` to narrow them, ``modes`` to run every chosen
     scenario with consumers in those handler modes instead of its own, and ``records`` per cell
     (the default matrix uses :data:`DEFAULT_RECORDS` unless told otherwise), ``clients`` to
@@ -104,6 +109,13 @@ def plan(request: Mapping[str, Any]) -> list[Cell]:
     matrix = request.get("matrix", "default")
     if matrix not in MATRICES:
         raise MatrixError(f"unknown matrix {matrix!r}; choose one of {', '.join(MATRICES)}")
+    if matrix == "sample":
+        full = plan({**request, "matrix": "full"})
+        return [
+            cell
+            for target in LAB_TARGETS
+            for cell in [c for c in full if c.target == target][::SAMPLE_STRIDE]
+        ]
     known = catalogue()
     explicit = request.get("scenarios") or []
     scenarios = explicit or (

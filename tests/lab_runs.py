@@ -31,10 +31,15 @@ def execute_on(
     )
 
 
-def unwatermarked(run: RunDir) -> list[dict[str, Any]]:
-    """The run's processings whose client did not tell their partition's high watermark, or told
-    one not past the record (the ``watermark_regression`` check would pass them blind)."""
-    rows = ds.dataset(run.processed_dir).to_table(columns=["partition", "offset", "watermark"])
-    listed = rows.to_pylist()
+def blind_processings(run: RunDir) -> list[dict[str, Any]]:
+    """The run's processings the poll checks would pass blind: whose client did not tell their
+    partition's high watermark, or told one not past the record (``watermark_regression``), or
+    whose partition no rebalance callback had assigned (``nonmonotonic_poll``'s epochs)."""
+    columns = ["partition", "offset", "watermark", "assignment"]
+    listed = ds.dataset(run.processed_dir).to_table(columns=columns).to_pylist()
     assert listed, "no processing journaled"
-    return [r for r in listed if r["watermark"] is None or r["watermark"] <= r["offset"]]
+    return [
+        r
+        for r in listed
+        if r["watermark"] is None or r["watermark"] <= r["offset"] or r["assignment"] < 1
+    ]

@@ -82,6 +82,7 @@ def _consumption(run: RunDir, run_id: str) -> None:
                 "effect": "applied" if generation == 1 else "duplicate",
                 "apply_order": n if generation == 1 else None,
                 "processed_ms": START_MS + 10 * i + 40 + (400 if generation == 2 else 0),
+                "assignment": 1,
             }
         )
         if i % 50 == 49 and generation == 1:

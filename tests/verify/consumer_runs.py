@@ -54,6 +54,8 @@ class Processing:
     """False: the effect landed, its ledger row did not (killed in between)."""
     watermark: int | None = None
     """The high watermark the consumer's client was told (None: not told)."""
+    assignment: int = 1
+    """How often the member's client had been assigned the partition by then."""
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,12 @@ class PlantedConsumption:
         *,
         journaled: bool = True,
         watermark: int | None = None,
+        assignment: int = 1,
     ) -> None:
         if message is None:
             effect = Effect.FOREIGN
         self.steps.append(
-            Processing(member, partition, offset, message, effect, journaled, watermark)
+            Processing(member, partition, offset, message, effect, journaled, watermark, assignment)
         )
 
     def commit(self, member: Member, partition: int, offset: int, error: str | None = None) -> None:
@@ -137,6 +140,7 @@ class PlantedConsumption:
                                 "apply_order": apply_order,
                                 "processed_ms": at_ms,
                                 "watermark": step.watermark,
+                                "assignment": step.assignment,
                             }
                         )
                     numbers[member.session] += 1

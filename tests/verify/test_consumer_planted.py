@@ -21,7 +21,7 @@ from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
 from eoslab.verify.consumer.sink_location import PASSWORD_VARIABLE
 
-FOUND = {
+FOUND: dict[str, object] = {
     "duplicate": ">0",
     "key_duplicate": ">0",
     "foreign": ">0",
@@ -54,7 +54,12 @@ def plant(root: Path, bootstrap: str) -> tuple[PlantedRun, PlantedConsumption, M
     consumers c1 (generation 1) and c2 (generation 2) do with them."""
     run = PlantedRun(root=root, bootstrap=bootstrap)
     a = run.session()
-    keys = {0: ["a"] * 5 + [None, "a"], 1: ["b"] * 4 + [None, "b", "b"], 2: ["c"] * 4 + ["d"] * 2}
+    a5, b4, c4, d2 = ["a"] * 5, ["b"] * 4, ["c"] * 4, ["d"] * 2
+    keys: dict[int, list[str | None]] = {
+        0: [*a5, None, "a"],
+        1: [*b4, None, "b", "b"],
+        2: [*c4, *d2],
+    }
     messages: dict[tuple[int, int], object] = {}
     for partition, layout in keys.items():
         key_seqs: dict[str, int] = {}
@@ -334,6 +339,48 @@ def test_an_offset_found_holding_another_record_is_inconsistent(
     assert [(m.name, m.expected, m.observed) for m in refused.mismatches] == [
         ("inconsistent_offset", "0", 1)
     ]
+
+
+@pytest.mark.parametrize(("assignment", "nonmonotonic"), [(2, 0), (1, 1)])
+def test_a_partition_assigned_again_reads_from_its_committed_offset_in_an_epoch_of_its_own(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path, assignment: int, nonmonotonic: int
+) -> None:
+    """c1 processes p0 0-3 and commits 2; its client loses p0 and assigns it again, reporting the
+    same generation (Kafka's Java client 3.9.2 under KIP-848 did), and c1 reads from 2 again: a
+    new assignment epoch, no nonmonotonic poll, only redeliveries. The same read back without
+    the assignment is one (the control); Spark, GX and the naive checker agree either way."""
+    planted = PlantedRun(root=tmp_path, bootstrap=kafka_bootstrap)
+    a = planted.session()
+    messages = [planted.message(a, 0, offset, "k", offset) for offset in range(4)]
+    for offset, message in enumerate(messages):
+        planted.sent_and_acked(message, offset)
+    consumption = PlantedConsumption(run_id=planted.run_id, mode="dedup-table")
+    c1 = Member(consumer=0, session=uuid.uuid4().hex, generation=3)
+    for offset, message in enumerate(messages):  # each through the handler: applied once
+        consumption.process(c1, 0, offset, message, None)
+    consumption.commit(c1, 0, 2)
+    for offset in (2, 3):
+        consumption.process(c1, 0, offset, messages[offset], None, assignment=assignment)
+    consumption.commit(c1, 0, 4)
+    expected: dict[str, object] = {
+        "redelivered": ">0",
+        "nonmonotonic_poll": "0" if nonmonotonic == 0 else ">0",
+    }
+    run, _ = planted.write(expected=expected)
+    consumption.write(run, str(run.sink_sqlite))
+
+    verdict = verify_run(run.path, spark=spark)
+    assert verdict.conforms, verdict.mismatches
+    observed = {check.name: check.observed for check in verdict.checks}
+    assert {name: observed[name] for name in CONSUMER_ANOMALIES} == {
+        **dict.fromkeys(CONSUMER_ANOMALIES, 0),
+        "redelivered": 2,
+        "nonmonotonic_poll": nonmonotonic,
+    }
+    assert naive.check(run.path).counts["nonmonotonic_poll"] == nonmonotonic
+    polls = [e for e in verdict.gx.expectations if e.anomalies == ["nonmonotonic_poll"]]
+    assert [e.success for e in polls] == [nonmonotonic == 0]
+    assert verdict.gx.agrees_with_anomalies
 
 
 def test_the_sink_is_read_from_postgresql_with_the_password_from_pgpassword(

@@ -208,6 +208,7 @@ def consumer_frames(
                 o + 1,
                 100 + o,
                 2,
+                1,
             )
             for o in (0, 1)
         ],

@@ -38,6 +38,7 @@ def processed(n: int, **fields: Any) -> dict[str, Any]:
         "effect": "applied",
         "apply_order": n + 1,
         "processed_ms": 1000 + n,
+        "assignment": 1,
     }
     return row | fields
 

@@ -28,7 +28,7 @@ from eoslab.verify.checker import verify_run
 from eoslab.workload.drivers.franz_go import build_tags, failure_line, module_version
 from eoslab.workload.drivers.franz_go.config import DriverConfigError, consumer, producer
 from eoslab.workload.drivers.registry import check_config, prepare, resolve
-from lab_runs import unwatermarked
+from lab_runs import blind_processings
 
 CLIENT = "franz-go:v1.22.2"
 
@@ -226,7 +226,7 @@ def test_every_role_on_franz_go_conforms(
     observed = {check.name: check.observed for check in verdict.checks}
     assert not subject or observed[subject] > 0, subject
     if mode is not None:  # each fetch partition's high watermark, every processing
-        assert unwatermarked(result.run_dir) == []
+        assert blind_processings(result.run_dir) == []
     if result.info.copier is not None:
         assert observed["duplicate_copy"] == observed["lost_copy"] == 0
         assert result.info.copier.committed_offsets  # the copiers committed in transactions

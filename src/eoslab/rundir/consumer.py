@@ -93,6 +93,7 @@ PROCESSED_SCHEMA = pa.schema(
         pa.field("apply_order", pa.int64()),
         pa.field("processed_ms", pa.int64(), nullable=False),
         pa.field("watermark", pa.int64()),
+        pa.field("assignment", pa.int32(), nullable=False),
     ]
 )
 """The processed records: the message columns (``message_id`` .. ``key_seq``, from the value)
@@ -100,7 +101,11 @@ are null for a ``foreign`` record; ``apply_order`` (the sink's ``effects.apply_o
 unless ``applied``; ``processed_ms`` is when the sink's transaction ended; ``watermark`` is the
 end of the partition as the consumer's client last learned it from a fetch when the record was
 handed out (the high watermark; the last stable offset under read_committed), null where the
-client did not say."""
+client did not say; ``assignment`` is how often the session's client had been assigned the
+partition by then (its rebalance callbacks: 1 for its first assignment), so that a partition
+lost and assigned again starts an epoch of its own even where the client's generation does not
+show it (Kafka's Java client 3.9.2 under KIP-848 kept reporting member epoch 3 across such a
+re-assignment)."""
 
 COMMITS_SCHEMA = pa.schema(
     [

@@ -45,7 +45,8 @@ once; a message whose effect landed in the sink more than once (the exactly-once
 per key, effects applied out of key_seq order; a message processed whose effect is nowhere in
 the sink (e.g. skipped by the idempotent handler's guard as older than what its order applied).
 And what each consumer saw, as Jepsen's Kafka checker judges it: within one member's assignment
-epoch (a consumer session in one generation), a partition's processed offsets that jump over
+epoch (a consumer session in one generation and one assignment of the partition), a
+partition's processed offsets that jump over
 records of the log (``poll_skip``) or go back (``nonmonotonic_poll``: no rebalance between);
 a partition's high watermark, as one consumer's fetches told it, going below what they told it
 before (``watermark_regression``);

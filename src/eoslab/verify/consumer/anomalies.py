@@ -32,14 +32,16 @@ producer's identity, ``message_id``):
 
 What each consumer saw, from the consumption ledger's processings alone (Jepsen's Kafka checker
 judges the same of its polls). An *assignment epoch* is one consumer session in one generation
-(KIP-848: member epoch); within it, a partition's processings in processing order (``n``):
+(KIP-848: member epoch) and one assignment of the partition (its client's rebalance callbacks:
+a partition lost and assigned again is a new epoch though the generation its client reports
+stays); within it, a partition's processings in processing order (``n``):
 
 - ``poll_skip``: a processing whose offset is past the one before it plus one, with records of
   the log in between (offsets without a record, transaction markers, are no skip): the consumer
   jumped over records it was assigned. One row per jump, with how many records it skipped;
 - ``nonmonotonic_poll``: a processing at or below the offset of the one before it: the consumer
-  went back without a rebalance (a new generation restarts from the committed offset, and is
-  another epoch).
+  went back without a rebalance (a new generation or assignment restarts from the committed
+  offset, and is another epoch).
 
 And per consumer session and partition, whatever the generation: ``watermark_regression``, a
 processing whose high watermark (the end of the partition as the session's client last learned
@@ -167,6 +169,7 @@ POLL = (
     "consumer",
     "consumer_session",
     "generation",
+    "assignment",
     "n",
 )
 """The columns of the poll tables: the processing where the anomaly shows, and the offset of the
@@ -201,18 +204,18 @@ def nonmonotonic_polls(polled: DataFrame) -> DataFrame:
 
 def watermark_regressions(polls: DataFrame) -> DataFrame:
     """Processings whose high watermark is below the highest one their session was told
-    before for the partition (one row each, with that highest one). A session's generations
-    rise with its processings: ordered by (generation, n), as the polls lie, the window is
-    processing order without a sort."""
+    before for the partition (one row each, with that highest one). A session's generations and
+    its assignments of a partition rise with its processings: ordered by (generation,
+    assignment, n), as the polls lie, the window is processing order without a sort."""
     before = (
         Window.partitionBy("partition", "consumer_session")
-        .orderBy("generation", "n")
+        .orderBy("generation", "assignment", "n")
         .rowsBetween(Window.unboundedPreceding, -1)
     )
     return (
         polls.select("*", sf.max("watermark").over(before).alias("highest_before"))
         .where(sf.col("watermark") < sf.col("highest_before"))
-        .select(*LOCATION, "message_id", "watermark", "highest_before", *POLL[-4:])
+        .select(*LOCATION, "message_id", "watermark", "highest_before", *POLL[-5:])
     )
 
 

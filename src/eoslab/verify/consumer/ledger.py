@@ -196,9 +196,10 @@ def build_consumer_ledger(
     )
 
 
-POLL_EPOCH = ("partition", "consumer_session", "generation")
-"""A member's assignment epoch (a consumer session in one generation; KIP-848: member epoch),
-per partition: where processings must rise one record at a time."""
+POLL_EPOCH = ("partition", "consumer_session", "generation", "assignment")
+"""A member's assignment epoch (a consumer session in one generation, KIP-848: member epoch,
+and one assignment of the partition by its client's callbacks), per partition: where
+processings must rise one record at a time."""
 _LOG_AROUND = ("before", "through", "identities")
 """The polls' last columns: the log around a processing's offset, counted when they are built."""
 POLL_COLUMNS = (
@@ -208,6 +209,7 @@ POLL_COLUMNS = (
     "consumer",
     "consumer_session",
     "generation",
+    "assignment",
     "n",
     "watermark",
     *_LOG_AROUND,
@@ -227,6 +229,7 @@ _PROCESSING_COLUMNS = (
     "consumer",
     "consumer_session",
     "generation",
+    "assignment",
     "n",
     "watermark",
 )
@@ -247,7 +250,7 @@ def build_polls(ledger: DataFrame, processed: DataFrame) -> DataFrame:
     """What each consumer saw, laid out for the poll checks: every processing of the consumption
     ledger, with the log's records around its offset (``before``, ``through``: see
     :data:`POLL_COLUMNS`), clustered by Kafka partition and sorted by (partition,
-    consumer_session, generation, n), so that an epoch's processings follow one another in
+    consumer_session, generation, assignment, n), so that an epoch's processings follow one another in
     processing order. The records between two processings at offsets ``a < b`` are then
     ``before(b) - through(a)``: offsets without a record (a transaction marker) count for nothing.
     The same window over a place counts the records of the run found there (``identities``).

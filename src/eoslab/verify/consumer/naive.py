@@ -41,8 +41,9 @@ class Processing:
     place: Place
     identity: Identity | None
     effect: str
-    epoch: tuple[str, int]
-    """(consumer session, generation): the member's assignment epoch it was processed in."""
+    epoch: tuple[str, int, int]
+    """(consumer session, generation, assignment): the member's assignment epoch it was
+    processed in."""
     n: int
     """Its number among its session's processings (processing order)."""
     watermark: int | None = None
@@ -74,7 +75,7 @@ def read_processings(run: RunDir) -> list[Processing]:
             (r["partition"], r["offset"]),
             None if r["session_id"] is None else (r["session_id"], r["key"], r["key_seq"]),
             r["effect"],
-            (r["consumer_session"], r["generation"]),
+            (r["consumer_session"], r["generation"], r["assignment"]),
             r["n"],
             r["watermark"],
         )
@@ -181,11 +182,11 @@ def _inconsistent_offsets(records: Iterable[Record], processings: Iterable[Proce
 def _poll_anomalies(processings: Iterable[Processing], in_log: set[Place]) -> dict[str, int]:
     """Per assignment epoch and partition, processings in processing order: jumps over records
     of the log (one per jump), and steps back to or below the offset before."""
-    epochs: dict[tuple[str, int, int], list[tuple[int, int]]] = defaultdict(list)
+    epochs: dict[tuple[str, int, int, int], list[tuple[int, int]]] = defaultdict(list)
     for p in processings:
         epochs[(*p.epoch, p.place[0])].append((p.n, p.place[1]))
     skips = backs = 0
-    for (_, _, partition), polled in epochs.items():
+    for (*_, partition), polled in epochs.items():
         offsets = [offset for _, offset in sorted(polled)]
         for before, offset in pairwise(offsets):
             backs += offset <= before

@@ -120,6 +120,8 @@ class ConsumerSession:
         each record processed: the ``watermark_regression`` check's)."""
         self.committed: dict[int, int] = {}
         self.assignment: set[int] = set()
+        self.assigned: Counter[int] = Counter()
+        """Partition -> how often the client assigned it to this session (its callbacks)."""
         self.member = NO_MEMBERSHIP
         self.generations: list[int] = []
         """The first generations (KIP-848: member epochs) this session was a member in, in
@@ -239,6 +241,7 @@ class ConsumerSession:
                 "apply_order": apply_order,
                 "processed_ms": now_ms(),
                 "watermark": self.watermarks.get(partition),
+                "assignment": self.assigned[partition],
             }
         )
         self.counts[effect] += 1
@@ -393,18 +396,32 @@ class ConsumerSession:
     # ---------------------------------------------------------------- rebalances
     def _on_assign(self, _: object, partitions: list[TopicPartition]) -> None:
         self.assignment |= {tp.partition for tp in partitions}
+        self.assigned.update(tp.partition for tp in partitions)
         self.member = membership(self.consumer)
+        self._log_rebalance("assigned", partitions)
         self._progress(done=False)
 
     def _on_revoke(self, _: object, partitions: list[TopicPartition]) -> None:
         """Commit what was processed before the partitions go to another member."""
         revoked = {tp.partition for tp in partitions}
+        self._log_rebalance("revoked", partitions)
         self._commit(CommitTrigger.REVOKE, revoked)
         self._forget(revoked)
 
     def _on_lost(self, _: object, partitions: list[TopicPartition]) -> None:
         """The coordinator already gave them away (session expired): a commit would be fenced."""
+        self._log_rebalance("lost", partitions)
         self._forget({tp.partition for tp in partitions})
+
+    def _log_rebalance(self, kind: str, partitions: list[TopicPartition]) -> None:
+        """One line in the session's log per rebalance callback, with the membership then."""
+        now = membership(self.consumer)
+        print(
+            f"rebalance: {kind} {sorted(tp.partition for tp in partitions)} at {now_ms()} "
+            f"(member {now.member_id}, generation {now.generation})",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def _forget(self, partitions: set[int]) -> None:
         self.assignment -= partitions

@@ -74,7 +74,7 @@ def test_dags_import_without_errors_and_bound_every_task(airflow_env: dict[str, 
     # a lab brought up after a midnight waits for the next one (no full matrix beside `make lab`)
     assert found["nightly_first_run_at_0022"] == "2026-12-08T00:00:00+00:00"
     assert nightly["catchup"] is False
-    assert nightly["params"]["matrix"]["enum"] == ["default", "full"]
+    assert nightly["params"]["matrix"]["enum"] == ["default", "full", "sample"]
     assert "nightly_report" in nightly["tasks"]
     # a lane per target: its cells planned, its runs in its one-slot pool, its checks in the
     # checks' pool

@@ -16,7 +16,8 @@ from consumer_runs import Member, PlantedConsumption
 from planted_runs import PlantedRun, located
 from pyspark.sql import SparkSession
 
-from eoslab.rundir import CONSUMER_ANOMALIES, Effect, RunDir
+from eoslab.message import Message
+from eoslab.rundir import CONSUMER_ANOMALIES, Effect, RunDir, Verdict
 from eoslab.verify import naive
 from eoslab.verify.checker import verify_run
 from eoslab.verify.consumer.sink_location import PASSWORD_VARIABLE
@@ -296,6 +297,31 @@ def test_every_consumer_check_fails_when_its_planted_anomaly_is_expected_absent(
     assert all(m.examples for m in verdict.mismatches)
 
 
+def four_records(planted: PlantedRun) -> tuple[str, list[Message]]:
+    """Producer session a writes p0 0-3 (key k, key_seq the offset), each acknowledged."""
+    a = planted.session()
+    messages = [planted.message(a, 0, offset, "k", offset) for offset in range(4)]
+    for offset, message in enumerate(messages):
+        planted.sent_and_acked(message, offset)
+    return a, messages
+
+
+def judged(
+    planted: PlantedRun,
+    consumption: PlantedConsumption,
+    expected: dict[str, object],
+    spark: SparkSession,
+) -> tuple[RunDir, Verdict, dict[str, object]]:
+    """The planted run and its consumption written and checked: it conforms to ``expected``;
+    its verdict and the consumer anomalies' counts."""
+    run, _ = planted.write(expected=expected)
+    consumption.write(run, str(run.sink_sqlite))
+    verdict = verify_run(run.path, spark=spark)
+    assert verdict.conforms, verdict.mismatches
+    observed = {check.name: check.observed for check in verdict.checks}
+    return run, verdict, {name: observed[name] for name in CONSUMER_ANOMALIES}
+
+
 def test_an_offset_found_holding_another_record_is_inconsistent(
     spark: SparkSession, kafka_bootstrap: str, tmp_path: Path
 ) -> None:
@@ -304,10 +330,7 @@ def test_an_offset_found_holding_another_record_is_inconsistent(
     and replaced would have read): that place is an inconsistent offset, and nothing else is
     an anomaly. Expected absent, its check fails; the naive checker counts the same."""
     planted = PlantedRun(root=tmp_path, bootstrap=kafka_bootstrap)
-    a = planted.session()
-    messages = [planted.message(a, 0, offset, "k", offset) for offset in range(4)]
-    for offset, message in enumerate(messages):
-        planted.sent_and_acked(message, offset)
+    a, messages = four_records(planted)
     replaced = planted.message(a, 0, 9, "k", 9)  # of the run, never in the log
     consumption = PlantedConsumption(run_id=planted.run_id)
     c1 = Member(consumer=0, session=uuid.uuid4().hex, generation=1)
@@ -316,13 +339,8 @@ def test_an_offset_found_holding_another_record_is_inconsistent(
         consumption.process(c1, 0, offset, message)
     consumption.commit(c1, 0, 4)
     consumption.process(c2, 0, 2, replaced)
-    run, _ = planted.write(expected={"inconsistent_offset": ">0"})
-    consumption.write(run, str(run.sink_sqlite))
-
-    verdict = verify_run(run.path, spark=spark)
-    assert verdict.conforms, verdict.mismatches
-    observed = {check.name: check.observed for check in verdict.checks}
-    assert {name: observed[name] for name in CONSUMER_ANOMALIES} == {
+    run, verdict, counts = judged(planted, consumption, {"inconsistent_offset": ">0"}, spark)
+    assert counts == {
         **dict.fromkeys(CONSUMER_ANOMALIES, 0),
         "inconsistent_offset": 1,
     }
@@ -350,10 +368,7 @@ def test_a_partition_assigned_again_reads_from_its_committed_offset_in_an_epoch_
     new assignment epoch, no nonmonotonic poll, only redeliveries. The same read back without
     the assignment is one (the control); Spark, GX and the naive checker agree either way."""
     planted = PlantedRun(root=tmp_path, bootstrap=kafka_bootstrap)
-    a = planted.session()
-    messages = [planted.message(a, 0, offset, "k", offset) for offset in range(4)]
-    for offset, message in enumerate(messages):
-        planted.sent_and_acked(message, offset)
+    _, messages = four_records(planted)
     consumption = PlantedConsumption(run_id=planted.run_id, mode="dedup-table")
     c1 = Member(consumer=0, session=uuid.uuid4().hex, generation=3)
     for offset, message in enumerate(messages):  # each through the handler: applied once
@@ -366,13 +381,8 @@ def test_a_partition_assigned_again_reads_from_its_committed_offset_in_an_epoch_
         "redelivered": ">0",
         "nonmonotonic_poll": "0" if nonmonotonic == 0 else ">0",
     }
-    run, _ = planted.write(expected=expected)
-    consumption.write(run, str(run.sink_sqlite))
-
-    verdict = verify_run(run.path, spark=spark)
-    assert verdict.conforms, verdict.mismatches
-    observed = {check.name: check.observed for check in verdict.checks}
-    assert {name: observed[name] for name in CONSUMER_ANOMALIES} == {
+    run, verdict, counts = judged(planted, consumption, expected, spark)
+    assert counts == {
         **dict.fromkeys(CONSUMER_ANOMALIES, 0),
         "redelivered": 2,
         "nonmonotonic_poll": nonmonotonic,

@@ -50,7 +50,7 @@ from eoslab.clients import ClientLaunch
 from eoslab.clock import now_ms
 from eoslab.rundir import CommitTrigger, Effect, HandlerMode, RunDir, message_id
 from eoslab.workload.consumer.consumption import ConsumptionJournal
-from eoslab.workload.consumer.group_metadata import NO_MEMBERSHIP, membership
+from eoslab.workload.consumer.group_metadata import NO_MEMBERSHIP, Membership, membership
 from eoslab.workload.consumer.handlers import AUTO_COMMIT, HANDLERS
 from eoslab.workload.consumer.sink.database import Sink
 from eoslab.workload.consumer.sink.effects import Delivery
@@ -398,27 +398,27 @@ class ConsumerSession:
         self.assignment |= {tp.partition for tp in partitions}
         self.assigned.update(tp.partition for tp in partitions)
         self.member = membership(self.consumer)
-        self._log_rebalance("assigned", partitions)
+        self._log_rebalance("assigned", partitions, self.member)
         self._progress(done=False)
 
     def _on_revoke(self, _: object, partitions: list[TopicPartition]) -> None:
         """Commit what was processed before the partitions go to another member."""
         revoked = {tp.partition for tp in partitions}
-        self._log_rebalance("revoked", partitions)
+        self._log_rebalance("revoked", partitions, membership(self.consumer))
         self._commit(CommitTrigger.REVOKE, revoked)
         self._forget(revoked)
 
     def _on_lost(self, _: object, partitions: list[TopicPartition]) -> None:
         """The coordinator already gave them away (session expired): a commit would be fenced."""
-        self._log_rebalance("lost", partitions)
+        self._log_rebalance("lost", partitions, membership(self.consumer))
         self._forget({tp.partition for tp in partitions})
 
-    def _log_rebalance(self, kind: str, partitions: list[TopicPartition]) -> None:
+    @staticmethod
+    def _log_rebalance(kind: str, partitions: list[TopicPartition], member: Membership) -> None:
         """One line in the session's log per rebalance callback, with the membership then."""
-        now = membership(self.consumer)
         print(
             f"rebalance: {kind} {sorted(tp.partition for tp in partitions)} at {now_ms()} "
-            f"(member {now.member_id}, generation {now.generation})",
+            f"(member {member.member_id}, generation {member.generation})",
             file=sys.stderr,
             flush=True,
         )

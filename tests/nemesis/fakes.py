@@ -136,6 +136,9 @@ class FakeWorkload:
     """False: the session never freezes in an open transaction (it ended first)."""
     fenced = True
     """False: the resumed zombie is not fenced: it commits and ends without a fatal error."""
+    late_errors: dict[str, int] = {}  # noqa: RUF012 (set per test, never changed in place)
+    """With ``fenced``: the errors its late writes got; a zombie that got any ends without a
+    fatal error, its transaction aborted (franz-go's recovery before KIP-890's second part)."""
 
     def freeze_mid_transaction(self, producer: int) -> tuple[SessionInfo, dict[str, Any] | None]:
         self.calls.append(("freeze", producer))
@@ -151,11 +154,13 @@ class FakeWorkload:
         self.calls.append(("resume", session_id.count("z") // 32))
 
     def await_end(self, session_id: str, timeout_s: float) -> SessionInfo:
-        fatal = "_FENCED" if self.fenced else None
+        fatal = "_FENCED" if self.fenced and not self.late_errors else None
         return SessionInfo(session_id=session_id, producer=0, started_ms=0, fatal=fatal)
 
     def progress(self, session_id: str) -> dict[str, Any]:
-        return {"producer_id": 4, "producer_epoch": 0 if session_id[0] == "z" else 2, "sent": 20}
+        zombie = session_id[0] == "z"
+        late = {"late_errors": self.late_errors} if zombie else {}
+        return {"producer_id": 4, "producer_epoch": 0 if zombie else 2, "sent": 20, **late}
 
     def transaction_settled(self, session_id: str, txn: int) -> dict[str, Any]:
         return {"outcome": "aborted" if self.fenced else "committed", "error": None}

@@ -408,13 +408,39 @@ def test_a_zombie_producer_is_frozen_mid_transaction_taken_over_and_fenced(
     assert effect.observed["zombie_txn_outcome"] == "aborted"
 
 
-def test_a_zombie_producer_that_is_not_fenced_did_not_take_effect(tmp_path: Path) -> None:
+def resumed_zombie(
+    tmp_path: Path, late_errors: dict[str, int], *, fenced: bool = True
+) -> FaultEffect:
+    """The zombie step played through, its late writes answered ``late_errors`` (any: its
+    transaction aborted without a fatal error), or not ``fenced`` (committed): its effect."""
     lab = Lab(tmp_path, "kafka")
-    lab.workload.fenced = False
+    lab.workload.late_errors = late_errors
+    lab.workload.fenced = fenced
     (zombie,) = lab.steps("kafka", ZOMBIE, transactional=True)
     lab.nemesis.start(zombie)
     lab.nemesis.end(zombie)
     (effect,) = lab.effects(zombie)
+    return effect
+
+
+def test_a_zombie_whose_late_writes_are_refused_and_that_recovers_by_itself_was_fenced(
+    tmp_path: Path,
+) -> None:
+    effect = resumed_zombie(tmp_path, {"INVALID_PRODUCER_EPOCH": 4})
+    assert effect.took_effect, effect.evidence
+    assert "its late writes were refused (INVALID_PRODUCER_EPOCH)" in effect.evidence
+    assert effect.observed["zombie_fatal"] is None
+    assert effect.observed["zombie_late_errors"] == {"INVALID_PRODUCER_EPOCH": 4}
+
+
+def test_a_zombie_whose_late_writes_met_another_error_was_not_fenced(tmp_path: Path) -> None:
+    effect = resumed_zombie(tmp_path, {"_MSG_TIMED_OUT": 4})
+    assert not effect.took_effect
+    assert effect.evidence.endswith("the resumed zombie ended on no fatal error, not fenced")
+
+
+def test_a_zombie_producer_that_is_not_fenced_did_not_take_effect(tmp_path: Path) -> None:
+    effect = resumed_zombie(tmp_path, {}, fenced=False)
     assert not effect.took_effect
     assert "its transaction committed" in effect.evidence
     assert effect.evidence.endswith("the resumed zombie ended on no fatal error, not fenced")

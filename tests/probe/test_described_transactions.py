@@ -16,6 +16,7 @@ from eoslab.probe.requests import describe_transactions_request, init_transactio
 from eoslab.probe.runner import INIT_PRODUCER_ID_TIMEOUT_S, LEADER_LOOKUP_INTERVAL_S, NOT_READY
 from eoslab.probe.transcript import NONE
 from eoslab.probe.txn_runner import find_transaction_coordinator
+from eoslab.rundir.targets import LabTarget
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.executor import bootstrap_of
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.lab
 
 @pytest.mark.parametrize("target", ["kafka", "refbroker"])
 def test_a_transaction_not_begun_is_described_with_no_start_time(
-    lab: LocalRuntime, target: str
+    lab: LocalRuntime, target: LabTarget
 ) -> None:
     transactional_id = f"probe-described-{uuid.uuid4().hex[:8]}"
     host, port = find_transaction_coordinator(bootstrap_of(target, lab.config), transactional_id)

@@ -8,6 +8,7 @@ from probe_log import errors, logged, relative_offsets, written
 from eoslab.probe.flows import FIG2, FIG3, FIG4, FIG5, KIP360, SEQ_JUMP
 from eoslab.probe.runner import FlowRun
 from eoslab.probe.targets import run_on_lab
+from eoslab.rundir.targets import LabTarget
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.executor import bootstrap_of
 
@@ -19,7 +20,7 @@ TARGETS = pytest.mark.parametrize("target", ["kafka", "refbroker"])
 
 @TARGETS
 def test_fig2_five_batches_in_two_flights_are_appended_in_order(
-    lab: LocalRuntime, target: str
+    lab: LocalRuntime, target: LabTarget
 ) -> None:
     run = run_on_lab(FIG2, target, lab.config)
     assert errors(run) == ["NONE"] * 5
@@ -29,7 +30,7 @@ def test_fig2_five_batches_in_two_flights_are_appended_in_order(
 
 @TARGETS
 def test_fig3_resent_batches_whose_acks_were_lost_get_their_original_offsets(
-    lab: LocalRuntime, target: str
+    lab: LocalRuntime, target: LabTarget
 ) -> None:
     run = run_on_lab(FIG3, target, lab.config)
     produced = run.produced()
@@ -41,7 +42,7 @@ def test_fig3_resent_batches_whose_acks_were_lost_get_their_original_offsets(
 
 @TARGETS
 def test_fig4_batches_after_a_lost_one_are_out_of_order_until_resent_under_a_new_epoch(
-    lab: LocalRuntime, target: str
+    lab: LocalRuntime, target: LabTarget
 ) -> None:
     run = run_on_lab(FIG4, target, lab.config)
     assert errors(run) == ["NONE", "NONE", OOOSN, OOOSN, "NONE", "NONE", "NONE"]
@@ -59,7 +60,7 @@ def test_fig4_batches_after_a_lost_one_are_out_of_order_until_resent_under_a_new
 
 @TARGETS
 def test_fig5_six_in_flight_and_a_lost_first_ack_duplicate_a(
-    lab: LocalRuntime, target: str
+    lab: LocalRuntime, target: LabTarget
 ) -> None:
     run = run_on_lab(FIG5, target, lab.config)
     assert errors(run) == ["NONE"] * 6 + [OOOSN, "NONE"]
@@ -71,7 +72,7 @@ def test_fig5_six_in_flight_and_a_lost_first_ack_duplicate_a(
 
 @TARGETS
 def test_000_sequence_jump_is_refused_and_leaves_the_log_untouched(
-    lab: LocalRuntime, target: str
+    lab: LocalRuntime, target: LabTarget
 ) -> None:
     run = run_on_lab(SEQ_JUMP, target, lab.config)
     assert [e.base_sequence for e in run.produced()] == [0, 1, 111, 2]

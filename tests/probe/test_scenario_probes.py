@@ -11,6 +11,7 @@ import pytest
 from probe_log import messages_in
 
 from eoslab.probe.runner import PROBE_PRODUCER
+from eoslab.rundir.targets import LabTarget
 from eoslab.runtime.local import LocalRuntime
 from eoslab.scenarios.catalogue import find_scenario
 from eoslab.scenarios.executor import RunResult, bootstrap_of, execute
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.lab
 OOOSN = "OUT_OF_ORDER_SEQUENCE_NUMBER"
 
 
-def run(lab: LocalRuntime, tmp_path: Path, name: str, target: str) -> RunResult:
+def run(lab: LocalRuntime, tmp_path: Path, name: str, target: LabTarget) -> RunResult:
     result = execute(
         find_scenario(name),
         target,
@@ -47,7 +48,7 @@ def history_of(result: RunResult, session_id: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("target", ["kafka", "refbroker"])
 def test_inflight_6_leaves_the_probes_duplicate_and_its_refusal_in_the_history(
-    lab: LocalRuntime, tmp_path: Path, target: str
+    lab: LocalRuntime, tmp_path: Path, target: LabTarget
 ) -> None:
     result = run(lab, tmp_path, "inflight-6", target)
     outcome = probe_outcome(result)
@@ -68,7 +69,7 @@ def test_inflight_6_leaves_the_probes_duplicate_and_its_refusal_in_the_history(
     duplicated = sorted({s for s in probe_seqs if probe_seqs.count(s) > 1})
     assert duplicated == list(range(7))  # A's records, twice in the probe's session
     acked_offsets = {r["seq"]: r["offset"] for r in acked}
-    first_copies = {}
+    first_copies: dict[int, int] = {}
     for offset, message in logged:
         if message.session_id == outcome["session_id"]:
             first_copies.setdefault(message.seq, offset)

@@ -26,12 +26,14 @@ def test_the_old_epoch_is_fenced_everywhere(lab: LocalRuntime, target: str) -> N
         ("p", "NONE", 0),
         ("q", "CONCURRENT_TRANSACTIONS", -1),
         ("q", "NONE", 2),  # the fence's abort took epoch 1
+        ("p", "PRODUCER_FENCED", -1),  # its recovery at (id, 0), as franz-go's next write sends
     ]
     fenced = [(e.api, e.error) for e in run.exchanges if e.tag == "p"][3:]
     assert fenced == [
         ("Produce", "INVALID_PRODUCER_EPOCH"),
         ("AddPartitionsToTxn", "PRODUCER_FENCED"),
         ("EndTxn", "PRODUCER_FENCED"),
+        ("InitProducerId", "PRODUCER_FENCED"),
     ]
 
 

@@ -8,6 +8,8 @@ coordinator, the partition's leader and the flow group's coordinator:
 - :class:`Init` sends InitProducerId for the producer's transactional id (``txn``: producers that
   name the same one share it; None: an idempotent producer); ``until_ready`` asks again while
   the coordinator answers CONCURRENT_TRANSACTIONS (a fenced transaction still ending);
+  ``recover`` sends the producer's own id and epoch (KIP-360/KIP-588: a client recovering from
+  a refusal at its epoch, as franz-go does on its next write after INVALID_PRODUCER_EPOCH);
 - :class:`Add` (AddPartitionsToTxn), :class:`AddOffsets` (AddOffsetsToTxn),
   :class:`CommitOffsets` (TxnOffsetCommit), :class:`End` (EndTxn, commit or abort) at the
   producer's id and epoch;
@@ -31,6 +33,7 @@ class Init:
     txn: str | None = "t"
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     until_ready: bool = False
+    recover: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,8 @@ TXN_FENCE = TxnFlow(
     "001",
     "a second producer initialises the same transactional id while the first has a transaction "
     "open: CONCURRENT_TRANSACTIONS while the open one is aborted at a bumped epoch, then the "
-    "old epoch is fenced on Produce, AddPartitionsToTxn and EndTxn",
+    "old epoch is fenced on Produce, AddPartitionsToTxn and EndTxn, and so is its recovery "
+    "(InitProducerId at the old id and epoch, KIP-588)",
     (
         Init("p"),
         Add("p"),
@@ -162,6 +166,7 @@ TXN_FENCE = TxnFlow(
         Produce("p"),
         Add("p"),
         End("p", commit=True),
+        Init("p", recover=True),
         Add("q"),
         Produce("q"),
         End("q", commit=True),

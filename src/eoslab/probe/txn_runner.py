@@ -303,11 +303,14 @@ class _Player:
                 KafkaProtocolClient(host, port, client_id=CLIENT_ID), tid, step.txn
             )
         producer = self.producers[name]
-        request = (
-            init_producer_id_request()
-            if tid is None
-            else init_transactional_producer_request(tid, step.timeout_ms)
-        )
+        if tid is None:
+            request = init_producer_id_request()
+        elif step.recover:
+            request = init_transactional_producer_request(
+                tid, step.timeout_ms, producer.producer_id, producer.epoch
+            )
+        else:
+            request = init_transactional_producer_request(tid, step.timeout_ms)
         retried = {*NOT_READY, *((CONCURRENT,) if step.until_ready else ())}
         exchange = self._exchange("InitProducerId", name)
         granted = [-1, -1]

@@ -16,8 +16,13 @@ other even when nothing fences it, so the producer's share is sent once whatever
 
 Evidence: the session froze with a transaction open (records acknowledged, no commit asked
 for), the new session initialised the same producer id at a newer epoch, and the resumed zombie
-ended on a fencing fatal error. A zombie that ended otherwise (its commit went through, or it
-ended on another error) was not fenced, and the step did not take effect."""
+ended on a fencing fatal error — or, for a client that recovers from a refusal of its epoch by
+itself (franz-go before KIP-890's second part: INVALID_PRODUCER_EPOCH on a late write fails its
+producer id, its abort then returns at once and its next write would re-initialise at the old
+epoch, which the coordinator refuses PRODUCER_FENCED: the probe flow ``txn-fence`` shows it on
+every target), its late writes were refused with a fencing error and its transaction ended
+aborted. A zombie that ended otherwise (its commit went through, or it ended on another error,
+or nothing refused it) was not fenced, and the step did not take effect."""
 
 from __future__ import annotations
 
@@ -28,8 +33,8 @@ from eoslab.fault_events import FaultPhase
 from eoslab.nemesis.steps.base import ProducerStep, ResolvedStep, ScenarioShape, StepContext
 
 FENCING_ERRORS = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
-"""The fatal errors that say a producer was fenced: librdkafka raises its own ``_FENCED`` for
-the broker's PRODUCER_FENCED and, in a transactional producer, INVALID_PRODUCER_EPOCH."""
+"""The errors that say a producer was fenced: librdkafka raises its own ``_FENCED`` for the
+broker's PRODUCER_FENCED and, in a transactional producer, INVALID_PRODUCER_EPOCH."""
 ZOMBIE_END_TIMEOUT_S = 60.0
 """How long the resumed zombie may take to end (its calls are bounded by call_timeout_s)."""
 
@@ -109,7 +114,9 @@ class ProducerZombieStep(ProducerStep):
         counts = workload.progress(memo["zombie"])
         newer = _newer(zombie_ids, successor_ids)
         fatal = None if ended is None else ended.fatal
-        fenced = fatal in FENCING_ERRORS
+        refused = sorted(FENCING_ERRORS.intersection(counts.get("late_errors") or {}))
+        recovered = fatal is None and bool(refused) and settled.get("outcome") == "aborted"
+        fenced = fatal in FENCING_ERRORS or recovered
         if ended is None:
             why = f"the resumed zombie did not end within {ZOMBIE_END_TIMEOUT_S:g} s"
         elif not fenced:
@@ -124,8 +131,14 @@ class ProducerZombieStep(ProducerStep):
         evidence = (
             f"{self.who} session {memo['zombie'][:8]} frozen {frozen_s:.1f} s in transaction "
             f"{txn} (producer {zombie_ids}); session {memo['successor'][:8]} initialised "
-            f"{successor_ids}; resumed, the zombie ended on {fatal}, its transaction "
-            f"{settled.get('outcome', 'unsettled')}"
+            f"{successor_ids}; resumed, "
+            + (
+                f"its late writes were refused ({', '.join(refused)}) and its client aborted "
+                "without a fatal error (it re-initialises at its old epoch on its next write)"
+                if recovered
+                else f"the zombie ended on {fatal}, its transaction "
+                f"{settled.get('outcome', 'unsettled')}"
+            )
         )
         ctx.judge(
             step,
@@ -137,6 +150,7 @@ class ProducerZombieStep(ProducerStep):
             zombie_fatal_reason=None if ended is None else ended.fatal_reason,
             zombie_txn_outcome=settled.get("outcome"),
             zombie_txn_error=settled.get("error"),
+            zombie_late_errors=counts.get("late_errors") or {},
             zombie_records={o: counts.get(o, 0) for o in ("sent", "ack", "fail", "indeterminate")},
         )
         ctx.log(

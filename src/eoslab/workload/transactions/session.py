@@ -27,7 +27,10 @@ transaction open, the rest of its records unsent and its commit or abort not ask
 supervisor then starts a newer session of the same producer, which fences this one. Resumed
 (SIGCONT), the session is *superseded*: it sends the rest of the transaction it had open (its
 late writes) and then asks for its commit or abort; the broker must refuse the first of these as
-fenced (a fatal error: the session ends on it, as on any fatal error). It begins no other
+fenced (a fatal error: the session ends on it, as on any fatal error; a client that recovers
+from the refusal of its late writes by itself, as franz-go does before KIP-890's second part,
+ends the transaction aborted without one: the errors its late writes got are on its progress
+line, ``late_errors``, for the step's evidence). It begins no other
 transaction even if nothing fences it (a broker bug): the records it had not begun belong to the
 newer session (``handed_over`` on its last progress line), so the producer's share is sent once
 whatever the broker does.
@@ -39,6 +42,7 @@ import random
 import signal
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -115,6 +119,8 @@ class TransactionalSession(ProducerSession):
         self.open_txn: dict[str, int] | None = None
         """At the freeze point: the open transaction, its records acknowledged and left to send."""
         self.handed_over = 0
+        self.late_errors: Counter[str] = Counter()
+        """Superseded: the errors its late writes got (the broker's refusal of its old epoch)."""
 
     # ---------------------------------------------------------------- librdkafka's calls
     def _call(self, call: Callable[[], object]) -> KafkaError | None:
@@ -205,6 +211,12 @@ class TransactionalSession(ProducerSession):
         self.state = "superseded"
         self.superseded = True
 
+    def _record(self, record: PlannedRecord, send_ms: int, outcome: Outcome, **fields: Any) -> None:
+        super()._record(record, send_ms, outcome, **fields)
+        error = fields.get("error")
+        if self.superseded and error is not None:
+            self.late_errors[error] += 1
+
     @property
     def _failed(self) -> int:
         """Records that failed or whose fate is unknown: a transaction with one is cut short,
@@ -219,6 +231,7 @@ class TransactionalSession(ProducerSession):
             "state": self.state,
             "open_txn": self.open_txn,
             "handed_over": self.handed_over,
+            "late_errors": dict(self.late_errors),
         }
 
     # ---------------------------------------------------------------- ending a transaction

@@ -188,6 +188,13 @@ class FakeConsumers:
         KIP-848 member of librdkafka's can)."""
         self.sought: dict[str, int] | None = {"partition": 1, "from": 300, "to": 0}
         """What the next seek reports (None: no effect came to seek after)."""
+        self.auto_commit = False
+        self.at_crash: dict[str, Any] = {
+            "left_in_batch": 3,
+            "received": {"0": 120, "1": 95},
+            "committed": {"0": 120, "1": 95},
+        }
+        """An auto-committing consumer's last progress line, at its crash."""
 
     def generation(self, excluding: int | None = None) -> int:
         return self.generation_now
@@ -202,6 +209,9 @@ class FakeConsumers:
         self.calls.append(("crash", consumer))
         crashed = ConsumerSessionInfo(session_id="c1", consumer=consumer, started_ms=0)
         return crashed, self.effects_after_arming
+
+    def progress(self, consumer: int) -> dict[str, Any]:
+        return self.at_crash
 
     def restart(self, consumer: int) -> ConsumerSessionInfo:
         self.calls.append(("restart", consumer))

@@ -579,6 +579,41 @@ def test_a_consumer_crash_that_misses_its_point_did_not_take_effect(tmp_path: Pa
     assert "not killed between an effect and its commit" in effect.evidence
 
 
+@pytest.mark.parametrize(
+    ("at_crash", "took_effect", "evidence"),
+    [
+        (
+            {"left_in_batch": 3, "received": {"0": 120}, "committed": {"0": 120}},
+            True,
+            "consumer-0 killed with 3 records of its batch unprocessed, the auto-commit past "
+            "every record handed out (generation 1)",
+        ),
+        (  # the end of a batch: every record handed out was processed
+            {"left_in_batch": 0, "received": {"0": 120}, "committed": {"0": 120}},
+            False,
+            "consumer-0 killed with 0 records of its batch unprocessed, the auto-commit past "
+            "every record handed out (generation 1)",
+        ),
+        (
+            {"left_in_batch": 3, "received": {"0": 120, "1": 95}, "committed": {"0": 117}},
+            False,
+            "consumer-0 killed with 3 records of its batch unprocessed: the auto-commit had not "
+            "committed past partitions [0, 1]",
+        ),
+    ],
+)
+def test_an_auto_commit_crash_leaves_records_handed_out_and_committed_past_unprocessed(
+    tmp_path: Path, at_crash: dict[str, Any], took_effect: bool, evidence: str
+) -> None:
+    lab = Lab(tmp_path, "kafka")
+    lab.consumers.auto_commit = True
+    lab.consumers.at_crash = at_crash
+    (crash,) = lab.steps("kafka", {"kind": "consumer-crash", "at": 0, "consumer": 0})
+    lab.nemesis.start(crash)
+    (effect,) = lab.effects(crash)
+    assert (effect.took_effect, effect.evidence) == (took_effect, evidence)
+
+
 def test_a_frozen_consumer_the_group_never_evicted_is_no_zombie(tmp_path: Path) -> None:
     lab = Lab(tmp_path, "kafka")
     lab.consumers.evicts = False

@@ -13,8 +13,9 @@ partitions are revoked, on waking from a freeze, and at a clean end (a processed
 ledger line is always written before its offset is committed).
 
 Seeded halt points make the faults of seed 004 exact: ``crash_after_effects`` N kills the
-process (-9) right after its N-th applied effect, before any commit (in auto-commit, once
-librdkafka's auto-commit has committed past every record handed out);
+process (-9) right after its N-th applied effect, before any commit (in auto-commit, the first
+such effect from the N-th on with records of its batch still to process, once the client's
+auto-commit has committed past every record handed out: those are never processed);
 ``freeze_after_effects`` N stops it (SIGSTOP) there: a zombie until someone sends SIGCONT,
 when it commits at once what it processed (the zombie's commit, with the membership it held;
 were it left for later, the next ``consume`` would serve the lost assignment first and drop it).
@@ -132,6 +133,8 @@ class ConsumerSession:
         self.fatal: str | None = None
         self.state = "running"
         self.crash_at = spec.crash_after_effects
+        self.left_in_batch: int | None = None
+        """At the crash point: the records of the batch in hand it will never process."""
         self.freeze_at = spec.freeze_after_effects
         """The applied-effect counts at which the session kills or stops itself."""
         self.seek_at: tuple[int, int] | None = None
@@ -177,11 +180,11 @@ class ConsumerSession:
                 self.received[partition] = offset + 1
             self._learn_watermarks(records)
             moved: int | None = None
-            for record in records:
+            for index, record in enumerate(records):
                 if where(record)[0] == moved:
                     continue  # read again from where the seek put the partition
                 if self._process(record) is Effect.APPLIED:
-                    self._halt_points()
+                    self._halt_points(left=len(records) - index - 1)
                     moved = self._seek_point(record) if moved is None else moved
                 if self.since_commit >= spec.commit_every:
                     self._commit(CommitTrigger.EVERY)
@@ -309,15 +312,20 @@ class ConsumerSession:
         self._progress(done=False)
         return partition
 
-    def _halt_points(self) -> None:
+    def _halt_points(self, left: int) -> None:
+        """Halt here if a point is due. ``left``: records of the batch in hand after this one;
+        in auto-commit the crash point waits for an effect with some left (handed out, so
+        committed by the auto-commit, and never processed: at the end of a batch nothing is)."""
         applied = self.counts[Effect.APPLIED]
         if applied == self.freeze_at:
             self.freeze_at = None
             self._halt("frozen", signal.SIGSTOP)
             self._commit(CommitTrigger.WAKE)
-        if applied == self.crash_at:
+        crash = self.crash_at is not None and applied >= self.crash_at
+        if crash and (left > 0 or not self.auto_commit):
             if self.auto_commit:
                 self._await_auto_commit()
+            self.left_in_batch = left
             self._halt("crashing", signal.SIGKILL)
 
     def _halt(self, state: str, signum: signal.Signals) -> None:
@@ -469,6 +477,7 @@ class ConsumerSession:
             "generations": self.generations,
             "state": self.state,
             "sought": self.sought,
+            "left_in_batch": self.left_in_batch,
             "done": done,
             "fatal": self.fatal,
         }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import signal
 import time
 import uuid
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -25,6 +26,7 @@ from eoslab.clock import now_ms, wait_until
 from eoslab.run_context import RunContext
 from eoslab.rundir import ConsumerSessionInfo, ConsumptionInfo
 from eoslab.workload.consumer.consumption import seal_session
+from eoslab.workload.consumer.handlers import AUTO_COMMIT
 from eoslab.workload.consumer.session import (
     ARM_CRASH,
     ARM_FREEZE,
@@ -255,7 +257,12 @@ class ConsumerWorkload:
     def finished(self) -> bool:
         return all(s.process.finished for s in self._sessions.all())
 
-    def progress(self, consumer: int) -> dict[str, object]:
+    @property
+    def auto_commit(self) -> bool:
+        """Its client commits what it handed out, on its timer (the auto-commit mode)."""
+        return self.spec.mode in AUTO_COMMIT
+
+    def progress(self, consumer: int) -> dict[str, Any]:
         """The last progress line of the consumer's current session."""
         current = self._sessions.current(consumer)
         return {} if current is None else current.process.progress

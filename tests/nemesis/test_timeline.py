@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from eoslab.clock import wait_until
 from eoslab.nemesis.timeline import ResolvedStep, TimelineRunner, resolve
 from eoslab.scenarios.catalogue import parse_scenario
 
@@ -61,6 +66,15 @@ def test_random_brokers_and_the_controller_on_kafka4() -> None:
     assert resolve(scenario.nemesis, "refbroker", 0)[1].target == "refbroker"
 
 
+def kafka_steps(*nemesis: dict[str, Any]) -> list[ResolvedStep]:
+    """A scenario's nemesis steps on Kafka 3.9, resolved (seed 0)."""
+    scenario = parse_scenario(
+        {"name": "steps", "description": "d", "targets": ["kafka"], "nemesis": list(nemesis)},
+        "steps",
+    )
+    return resolve(scenario.nemesis, "kafka", 0)
+
+
 class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, int]] = []
@@ -75,30 +89,34 @@ class Recorder:
         self.events.append(("skip", step.index))
 
 
+def on_fake_clock(
+    steps: list[ResolvedStep],
+    recorder: Recorder,
+    now: list[float],
+    acked: list[int],
+    workload_done: Callable[[], bool] = lambda: False,
+) -> TimelineRunner:
+    """A runner on the clock ``now[0]``, each action played before its tick returns."""
+    return TimelineRunner(
+        steps,
+        recorder,
+        acked=lambda: acked[0],
+        workload_done=workload_done,
+        clock=lambda: now[0],
+        concurrent=False,
+    )
+
+
 def test_the_runner_starts_ends_and_skips_on_its_clock() -> None:
-    scenario = parse_scenario(
-        {
-            "name": "order",
-            "description": "d",
-            "targets": ["kafka"],
-            "nemesis": [
-                {"kind": "pause", "at": 1.0, "target": "kafka-1", "duration": 2.0},
-                {"kind": "restart", "after_acked": 5, "target": "kafka-2"},
-                {"kind": "restart", "after_acked": 2_000, "target": "kafka-3"},
-            ],
-        },
-        "order",
+    steps = kafka_steps(
+        {"kind": "pause", "at": 1.0, "target": "kafka-1", "duration": 2.0},
+        {"kind": "restart", "after_acked": 5, "target": "kafka-2"},
+        {"kind": "restart", "after_acked": 2_000, "target": "kafka-3"},
     )
     now = [100.0]
     acked = [0]
     recorder = Recorder()
-    runner = TimelineRunner(
-        resolve(scenario.nemesis, "kafka", 0),
-        recorder,
-        acked=lambda: acked[0],
-        workload_done=lambda: acked[0] >= 6,
-        clock=lambda: now[0],
-    )
+    runner = on_fake_clock(steps, recorder, now, acked, workload_done=lambda: acked[0] >= 6)
     assert not runner.prime()  # no step at 0: nothing in place before the workload
     runner.tick(now[0])
     assert recorder.events == []
@@ -125,27 +143,13 @@ def test_the_runner_starts_ends_and_skips_on_its_clock() -> None:
 
 
 def test_a_step_at_zero_is_in_place_before_the_workload_starts() -> None:
-    scenario = parse_scenario(
-        {
-            "name": "first",
-            "description": "d",
-            "targets": ["kafka"],
-            "nemesis": [
-                {"kind": "pause", "at": 0, "target": "kafka-1", "duration": 2.0},
-                {"kind": "restart", "at": 0.5, "target": "kafka-2"},
-            ],
-        },
-        "first",
+    steps = kafka_steps(
+        {"kind": "pause", "at": 0, "target": "kafka-1", "duration": 2.0},
+        {"kind": "restart", "at": 0.5, "target": "kafka-2"},
     )
     now = [50.0]
     recorder = Recorder()
-    runner = TimelineRunner(
-        resolve(scenario.nemesis, "kafka", 0),
-        recorder,
-        acked=lambda: 0,
-        workload_done=lambda: False,
-        clock=lambda: now[0],
-    )
+    runner = on_fake_clock(steps, recorder, now, [0])
     assert runner.prime()  # before the workload: only the step at 0 (and there was one)
     assert recorder.events == [("start", 0)]
     assert not runner.prime()  # nothing is due at 0 any more
@@ -157,26 +161,44 @@ def test_a_step_at_zero_is_in_place_before_the_workload_starts() -> None:
     assert recorder.events == [("start", 0), ("start", 1), ("end", 0)]
 
 
-def test_the_runner_thread_plays_the_same_timeline_and_stops_by_itself() -> None:
-    scenario = parse_scenario(
-        {
-            "name": "thread",
-            "description": "d",
-            "targets": ["kafka"],
-            "nemesis": [{"kind": "restart", "at": 0, "target": "kafka-2"}],
-        },
-        "thread",
+class BlockingEnd(Recorder):
+    """A step whose end blocks until released (a broker's restart waiting for it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ending = threading.Event()
+        self.release = threading.Event()
+
+    def end(self, step: ResolvedStep) -> None:
+        self.ending.set()
+        assert self.release.wait(30)
+        super().end(step)
+
+
+def test_a_step_whose_end_blocks_holds_up_no_other_trigger() -> None:
+    """The runner's thread plays each action in a thread of its own, and stops by itself once
+    every step has ended."""
+    steps = kafka_steps(
+        {"kind": "kill", "at": 0.01, "target": "kafka-1", "duration": 0.01},
+        {"kind": "restart", "after_acked": 5, "target": "kafka-2"},
     )
-    recorder = Recorder()
+    acked = [0]
+    recorder = BlockingEnd()
     runner = TimelineRunner(
-        resolve(scenario.nemesis, "kafka", 0),
+        steps,
         recorder,
-        acked=lambda: 0,
+        acked=lambda: acked[0],
         workload_done=lambda: False,
         tick_s=0.001,
     )
     runner.start()
+    assert recorder.ending.wait(30)  # step 0's end is under way, and blocks
+    acked[0] = 5
+    assert wait_until(lambda: ("start", 1) in recorder.events, 30, interval_s=0.005)
+    assert ("end", 0) not in recorder.events
+    assert runner.is_alive()  # not done while an end is in flight
+    recorder.release.set()
     runner.join(timeout=30)
     assert not runner.is_alive()
     assert runner.error is None
-    assert recorder.events == [("start", 0)]
+    assert recorder.events == [("start", 0), ("start", 1), ("end", 0)]

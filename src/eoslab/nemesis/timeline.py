@@ -20,6 +20,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Protocol
 
 from eoslab.nemesis.steps import AnyStep
@@ -69,8 +70,16 @@ class TimelineRunner(threading.Thread):
     """Plays resolved steps beside the workload: starts each at its trigger, ends it after its
     duration. Steps whose trigger has not come when the workload is done are skipped.
 
-    :meth:`tick` does one round at a given time, so the timeline can be driven by a fake clock;
-    the thread calls it every ``tick_s`` on ``clock``."""
+    Each start and end plays in a thread of its own (``concurrent``), so a step that blocks (a
+    broker's restart waits until it is back, a consumer crash until its effect) never holds
+    up another step's trigger: coordinator-kill-at-least-once's crash, due at 1,000 acks, came
+    after the restart of the killed coordinator (18 s under load), with every record consumed.
+    A step's end still comes only after its start has returned, its duration counted from
+    then.
+
+    :meth:`tick` does one round at a given time, so the timeline can be driven by a fake clock
+    (``concurrent=False``: each action played before ``tick`` returns); the thread calls it
+    every ``tick_s`` on ``clock``, and once done or stopped waits for the actions in flight."""
 
     def __init__(
         self,
@@ -81,22 +90,28 @@ class TimelineRunner(threading.Thread):
         workload_done: Callable[[], bool],
         tick_s: float = 0.02,
         clock: Callable[[], float] = time.monotonic,
+        concurrent: bool = True,
     ) -> None:
         super().__init__(name="nemesis-timeline", daemon=True)
         self._pending = list(steps)
         self._active: list[tuple[float, ResolvedStep]] = []
+        self._in_flight: list[threading.Thread] = []
+        self._lock = threading.Lock()
         self._executor = executor
         self._acked = acked
         self._workload_done = workload_done
         self._tick_s = tick_s
         self._clock = clock
+        self._concurrent = concurrent
         self._origin: float | None = None
         self._stop_requested = threading.Event()
         self.error: BaseException | None = None
 
     @property
     def done(self) -> bool:
-        return not (self._pending or self._active)
+        with self._lock:
+            busy = any(thread.is_alive() for thread in self._in_flight)
+            return not (self._pending or self._active or busy)
 
     def prime(self) -> bool:
         """Start the steps due at once (``at: 0``), before the workload starts: a fault in place
@@ -111,18 +126,41 @@ class TimelineRunner(threading.Thread):
     def _begin(self, step: ResolvedStep) -> None:
         self._executor.start(step)
         if step.duration_s is not None:  # the fault lasts from when it is in place
-            self._active.append((self._clock() + step.duration_s, step))
+            with self._lock:
+                self._active.append((self._clock() + step.duration_s, step))
+
+    def _play(self, name: str, action: Callable[[], None]) -> None:
+        """One start or end: in a thread of its own when concurrent, else now."""
+        if not self._concurrent:
+            action()
+            return
+
+        def guarded() -> None:
+            try:
+                action()
+            except BaseException as error:  # reported by the run executor, which heals
+                self.error = self.error or error
+
+        thread = threading.Thread(target=guarded, name=f"nemesis-{name}", daemon=True)
+        with self._lock:  # alive before `done` can look at it
+            self._in_flight = [t for t in self._in_flight if t.is_alive()] + [thread]
+            thread.start()
 
     def stop(self) -> None:
         self._stop_requested.set()
 
     def run(self) -> None:
         try:
-            while not self.done and not self._stop_requested.is_set():
+            while not self.done and not self._stop_requested.is_set() and self.error is None:
                 self.tick(self._clock())
                 self._stop_requested.wait(self._tick_s)
         except BaseException as error:  # reported by the run executor, which heals
             self.error = error
+        finally:
+            with self._lock:
+                in_flight = list(self._in_flight)
+            for thread in in_flight:
+                thread.join()
 
     def tick(self, now: float) -> None:
         """Start the steps due at ``now``, skip the pending ones once the workload is done, end
@@ -132,14 +170,17 @@ class TimelineRunner(threading.Thread):
         elapsed = now - self._origin
         for step in [s for s in self._pending if self._due(s, elapsed)]:
             self._pending.remove(step)
-            self._begin(step)
+            self._play(f"start-{step.index}", partial(self._begin, step))
         if self._pending and self._workload_done():
             for step in self._pending:
                 self._executor.skip(step, "the workload finished before its trigger")
             self._pending.clear()
-        for moment, step in [a for a in self._active if a[0] <= now]:
-            self._active.remove((moment, step))
-            self._executor.end(step)
+        with self._lock:
+            ending = [a for a in self._active if a[0] <= now]
+            for moment_and_step in ending:
+                self._active.remove(moment_and_step)
+        for _, step in ending:
+            self._play(f"end-{step.index}", partial(self._executor.end, step))
 
     def _due(self, step: ResolvedStep, elapsed_s: float) -> bool:
         if step.at_s is not None:

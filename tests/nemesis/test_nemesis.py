@@ -3,6 +3,7 @@ judges from what it observed whether each step took effect."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -648,6 +649,31 @@ def test_each_consumer_join_needs_a_rebalance_of_its_own(tmp_path: Path) -> None
         "consumer-3 was admitted in generation 2 by the rebalance that admitted step 0's "
         "consumer: no rebalance of its own"
     )
+
+
+def test_a_join_waits_for_the_group_to_settle_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A join starts once the group has settled from what came before (bounded), so that two
+    joins seconds apart on a loaded machine are not one rebalance; it says whether it had."""
+    monkeypatch.setattr(consumer_join.ConsumerJoinStep, "settle_wait_s", 0.5)
+    lab = Lab(tmp_path, "kafka")
+    lab.consumers.formed = False
+    settling = threading.Timer(0.2, lambda: setattr(lab.consumers, "formed", True))
+    settling.start()
+    first, second = lab.steps(
+        "kafka",
+        {"kind": "consumer-join", "at": 0, "duration": 3},
+        {"kind": "consumer-join", "at": 0, "duration": 3},
+    )
+    lab.nemesis.start(first)
+    assert lab.consumers.formed  # it waited for the group
+    lab.consumers.formed = False  # and the next one finds it never settling: joins all the same
+    lab.nemesis.start(second)
+    assert lab.consumers.calls == [("join", 2), ("join", 3)]
+    waited, did_not = lab.effects(first, second)
+    assert waited.observed["settled_before"] is True
+    assert did_not.observed["settled_before"] is False
 
 
 def test_a_join_is_judged_by_the_first_generation_above_the_groups(tmp_path: Path) -> None:

@@ -6,11 +6,15 @@ newer than the group's when it started, and no other step's consumer was admitte
 generation (two consumers let in by one rebalance are one rebalance, not two: a storm of N joins
 must make N). A new consumer is a new process that takes a second or more to join on a busy
 machine: the step's end waits for its admission (at most :data:`JOIN_WAIT_S`) before the
-consumer leaves, so that a short ``duration`` still means "joined, then left"."""
+consumer leaves, so that a short ``duration`` still means "joined, then left"; and its start
+waits (as long at most) for the group to have settled from whatever came before (an earlier
+join not yet admitted, a crashed member's restart), so that joins seconds apart on a loaded
+machine are not let in by one rebalance (`make conformance` 2026-12-07: 5 s apart, two joins
+admitted together on six cells). ``settled_before`` in what it observed says whether it had."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from eoslab.clock import wait_until
 from eoslab.fault_events import FaultPhase
@@ -21,12 +25,14 @@ JOIN_WAIT_S = 20.0
 
 class ConsumerJoinStep(EndingStep):
     kind: Literal["consumer-join"]
+    settle_wait_s: ClassVar[float] = JOIN_WAIT_S
 
     def misfit(self, scenario: ScenarioShape) -> str | None:
         return None if scenario.consumers else "kind: consumer-join needs a consumer workload"
 
     def start(self, ctx: StepContext, step: ResolvedStep) -> None:
         consumers = ctx.consumers()
+        settled = bool(wait_until(consumers.settled, self.settle_wait_s, 0.1))
         generation = consumers.generation()
         joined = consumers.join()
         who = f"consumer-{joined}"
@@ -37,7 +43,14 @@ class ConsumerJoinStep(EndingStep):
             consumer=joined,
             generation=generation,
         )
-        ctx.judge(step, False, f"{who} started", consumer=joined, generation_before=generation)
+        ctx.judge(
+            step,
+            False,
+            f"{who} started",
+            consumer=joined,
+            generation_before=generation,
+            settled_before=settled,
+        )
         ctx.log(step, FaultPhase.START, target=who, generation=generation)
 
     def end(self, ctx: StepContext, step: ResolvedStep) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -202,3 +203,28 @@ def test_a_step_whose_end_blocks_holds_up_no_other_trigger() -> None:
     assert not runner.is_alive()
     assert runner.error is None
     assert recorder.events == [("start", 0), ("start", 1), ("end", 0)]
+
+
+class SlowFirstStart(Recorder):
+    """Step 0's start takes a while (a fault that takes time to put in place)."""
+
+    def start(self, step: ResolvedStep) -> None:
+        if step.index == 0:
+            time.sleep(0.1)
+        super().start(step)
+
+
+def test_steps_due_at_one_trigger_start_in_their_order() -> None:
+    """Two faults at one trigger are put in place one after the other, in the scenario's order
+    (librdkafka-3584: the lost request, then the refused one)."""
+    steps = kafka_steps(
+        {"kind": "pause", "after_acked": 5, "target": "kafka-1", "duration": 0.5},
+        {"kind": "pause", "after_acked": 5, "target": "kafka-2", "duration": 0.5},
+    )
+    recorder = SlowFirstStart()
+    runner = TimelineRunner(
+        steps, recorder, acked=lambda: 5, workload_done=lambda: False, tick_s=0.001
+    )
+    runner.start()
+    runner.join(timeout=30)
+    assert recorder.events == [("start", 0), ("start", 1), ("end", 0), ("end", 1)]

@@ -70,12 +70,13 @@ class TimelineRunner(threading.Thread):
     """Plays resolved steps beside the workload: starts each at its trigger, ends it after its
     duration. Steps whose trigger has not come when the workload is done are skipped.
 
-    Each start and end plays in a thread of its own (``concurrent``), so a step that blocks (a
-    broker's restart waits until it is back, a consumer crash until its effect) never holds
-    up another step's trigger: coordinator-kill-at-least-once's crash, due at 1,000 acks, came
-    after the restart of the killed coordinator (18 s under load), with every record consumed.
-    A step's end still comes only after its start has returned, its duration counted from
-    then.
+    The starts due at one tick play in a thread of their own (``concurrent``), one after the
+    other in the scenario's order (librdkafka-3584 installs two faults at one trigger, in an
+    order that matters), and so do the ends: a step that blocks (a broker's restart waits until
+    it is back, a consumer crash until its effect) never holds up a later trigger:
+    coordinator-kill-at-least-once's crash, due at 1,000 acks, came after the restart of the
+    killed coordinator (18 s under load), with every record consumed. A step's end still comes
+    only after its start has returned, its duration counted from then.
 
     :meth:`tick` does one round at a given time, so the timeline can be driven by a fake clock
     (``concurrent=False``: each action played before ``tick`` returns); the thread calls it
@@ -168,9 +169,11 @@ class TimelineRunner(threading.Thread):
         if self._origin is None:
             self._origin = now
         elapsed = now - self._origin
-        for step in [s for s in self._pending if self._due(s, elapsed)]:
+        due = [s for s in self._pending if self._due(s, elapsed)]
+        for step in due:
             self._pending.remove(step)
-            self._play(f"start-{step.index}", partial(self._begin, step))
+        if due:  # one after the other, in the scenario's order
+            self._play(_name("start", due), partial(_each, self._begin, due))
         if self._pending and self._workload_done():
             for step in self._pending:
                 self._executor.skip(step, "the workload finished before its trigger")
@@ -179,10 +182,20 @@ class TimelineRunner(threading.Thread):
             ending = [a for a in self._active if a[0] <= now]
             for moment_and_step in ending:
                 self._active.remove(moment_and_step)
-        for _, step in ending:
-            self._play(f"end-{step.index}", partial(self._executor.end, step))
+        if ending:
+            steps = [step for _, step in ending]
+            self._play(_name("end", steps), partial(_each, self._executor.end, steps))
 
     def _due(self, step: ResolvedStep, elapsed_s: float) -> bool:
         if step.at_s is not None:
             return elapsed_s >= step.at_s
         return step.after_acked is not None and self._acked() >= step.after_acked
+
+
+def _each(action: Callable[[ResolvedStep], None], steps: list[ResolvedStep]) -> None:
+    for step in steps:
+        action(step)
+
+
+def _name(what: str, steps: list[ResolvedStep]) -> str:
+    return f"{what}-{'-'.join(str(step.index) for step in steps)}"

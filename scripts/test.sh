@@ -51,15 +51,21 @@ half() {  # letter, port offset, pytest arguments...
     > >(tee "$logs/$letter.log" | sed -u "s/^/[$letter] /") 2>&1
 }
 
-# A half whose pytest died before its labs' teardown (an INTERNALERROR skips the fixtures'
-# finalizers) leaves them running, and their ports refuse the next run's labs: what is left is
-# killed, by the marker every lab process carries, and named.
+# A half whose pytest died before its labs' teardown (an INTERNALERROR, or a SIGTERM, skips
+# the fixtures' finalizers) leaves them running, and their ports refuse the next run's labs:
+# what is left is killed, by the marker every lab process carries, and a compose lab's
+# containers removed, by the project of its folder; each named.
 sweep() {  # letter
-  local killed
-  killed=$(.venv/bin/python -c 'import sys; from pathlib import Path
+  local left
+  left=$(.venv/bin/python -c 'import sys; from pathlib import Path
+from eoslab.runtime.compose import remove_left_behind
 from eoslab.runtime.processes import kill_left_behind
-print(" ".join(kill_left_behind(Path(sys.argv[1]))))' "$logs/tmp-$1")
-  [ -z "$killed" ] || echo "== half $1 left its labs running: killed $killed"
+root = Path(sys.argv[1])
+killed, removed = kill_left_behind(root), remove_left_behind(root)
+print("; ".join(what + " " + " ".join(names)
+                for what, names in (("killed", killed), ("removed", removed)) if names))' \
+    "$logs/tmp-$1")
+  [ -z "$left" ] || echo "== half $1 left its labs running: $left"
 }
 
 # Stopped from outside (CI's time limit, ^C): the halves' summaries may never be printed, so

@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 
 from eoslab.clock import wait_until
 from eoslab.rundir import LAB_TARGETS, HandlerMode, Verdict, VerdictStatus
-from eoslab.runtime.compose import PROJECT_LABEL, ComposeRuntime
+from eoslab.runtime.compose import PROJECT_LABEL, ComposeRuntime, remove_left_behind
 from eoslab.runtime.engine import check_can_run, engine_client, engine_pid
 from eoslab.runtime.lab import ProcessFaults
 from eoslab.runtime.local import LocalRuntime
@@ -41,7 +41,7 @@ on 2026-12-06): beyond the suite's 360 s per test on a slower one."""
 COMPOSE_OFFSET = int(os.environ.get("EOSLAB_TEST_PORT_OFFSET", "1000")) + 2500
 """The compose lab's ports: clear of the session lab's and the other tests' labs."""
 PRODUCER_CELL = ("leader-kill", 1500)
-CONSUMER_CELL = ("consumer-crash-before-commit", "dedup-table")
+CONSUMER_CELL: tuple[str, HandlerMode] = ("consumer-crash-before-commit", "dedup-table")
 
 
 @pytest.fixture(scope="module")
@@ -208,6 +208,35 @@ def test_the_verdict_checks_are_the_local_runtimes(
 
     assert checks(local) == checks(producer_verdict)
     assert local.status is producer_verdict.status
+
+
+def test_a_compose_lab_left_behind_is_taken_down_by_the_sweep(
+    compose_lab: ComposeRuntime, tmp_path: Path
+) -> None:
+    """A half of `make test` stopped mid compose test (a SIGTERM skips the fixtures'
+    finalizers) leaves its compose lab's containers: the sweep of the half's folder
+    (scripts/test.sh) takes down every compose lab under it, and no other lab."""
+    tmp_path.chmod(0o755)
+    left = ComposeRuntime(
+        LabConfig(
+            state_dir=tmp_path / "half" / "lab",
+            port_offset=COMPOSE_OFFSET + 300,
+            targets=("refbroker",),
+            with_postgres=False,
+            with_spark_connect=False,
+            with_airflow=False,
+        )
+    )
+    left.up()
+    client = engine_client(say=print, start=False)
+    project = {"label": f"{PROJECT_LABEL}={left.project}"}
+    running = sorted(c.name for c in client.containers.list(filters=project))
+    assert {f"{left.project}-proxy", f"{left.project}-refbroker"} <= set(running)
+    assert remove_left_behind(tmp_path) == running
+    assert client.containers.list(all=True, filters=project) == []
+    assert client.networks.list(filters=project) == []
+    assert remove_left_behind(tmp_path) == []
+    assert compose_lab.status().up  # the module's lab, in a folder elsewhere, untouched
 
 
 def test_down_leaves_no_container_network_or_volume(compose_lab: ComposeRuntime) -> None:

@@ -478,6 +478,26 @@ class ComposeRuntime:
         return subprocess.run(run, env=self._compose_env(), check=False).returncode
 
 
+def remove_left_behind(root: Path) -> list[str]:
+    """Take down every compose lab whose folder lies under ``root`` and still has containers
+    (a test session that died before its labs' teardown: a SIGTERM skips the fixtures'
+    finalizers, and the engine keeps the containers, their ports and their volumes); the
+    names of the containers removed. Nothing when no engine answers: then nothing runs."""
+    removed: list[str] = []
+    for project_file in sorted(root.rglob(f"{FOLDER}/docker-compose.yml")):
+        state_dir = project_file.parent.parent
+        config = recorded_config(state_dir) or LabConfig(state_dir=state_dir)
+        runtime = ComposeRuntime(config, say=lambda line: None)
+        try:
+            left = runtime._containers()
+        except LabError:
+            break
+        if left:
+            runtime.down()
+            removed += sorted(container.name for container in left)
+    return removed
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m eoslab.runtime.compose task -- COMMAND...``: a command beside the compose lab
     of this lab folder, in a container of the eoslab image (`make lab RUNTIME=compose` runs

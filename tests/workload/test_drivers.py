@@ -49,6 +49,21 @@ def test_a_client_is_named_by_family_and_version(text: str, ref: ClientRef) -> N
 
 
 @pytest.mark.parametrize(
+    ("launch", "prefix"),
+    [
+        (None, "librdkafka"),
+        (ClientLaunch(family="librdkafka", version="2.2.0"), "librdkafka"),
+        (ClientLaunch(family="franz-go", version="v1.22.2", command=("driver",)), "franz-go"),
+    ],
+)
+def test_a_client_error_is_logged_under_the_clients_name(
+    launch: ClientLaunch | None, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ClientApi(launch).log_error(KafkaError(KafkaError.INVALID_TXN_STATE, "in an invalid state"))
+    assert capsys.readouterr().err == f"{prefix}: INVALID_TXN_STATE: in an invalid state\n"
+
+
+@pytest.mark.parametrize(
     ("text", "problem"),
     [
         ("cobol:1", "unknown client library 'cobol'"),

@@ -450,7 +450,7 @@ class ConsumerSession:
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
             self.fatal = error.name()
-        print(f"librdkafka: {error.name()}: {error.str()}", file=sys.stderr, flush=True)
+        self.client.log_error(error)
 
     def _maybe_progress(self) -> None:
         if time.monotonic() - self._last_progress >= PROGRESS_INTERVAL_S:

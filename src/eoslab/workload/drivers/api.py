@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
@@ -147,6 +148,15 @@ class ClientApi:
         if self.launch is None:
             return Consumer(config)
         return RemoteConsumer(self._started(), config, _translator(self.launch, "consumer"))
+
+    @property
+    def family(self) -> str:
+        return "librdkafka" if self.launch is None else self.launch.family
+
+    def log_error(self, error: KafkaError) -> None:
+        """An error the client reported (librdkafka's error callback, a driver's error line),
+        on the session's log under the client's name."""
+        print(f"{self.family}: {error.name()}: {error.str()}", file=sys.stderr, flush=True)
 
     @property
     def version(self) -> str | None:

@@ -168,7 +168,7 @@ class ProducerSession:
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
             self._on_fatal(error)
-        print(f"librdkafka: {error.name()}: {error.str()}", file=sys.stderr, flush=True)
+        self.client.log_error(error)
 
     def _on_fatal(self, error: KafkaError) -> None:
         if self.fatal is None:

@@ -46,7 +46,12 @@ final class ConsumerHandle {
   private final KafkaConsumer<byte[], byte[]> consumer;
   private final boolean eof;
   private final ArrayDeque<ConsumerRecord<byte[], byte[]>> buffered = new ArrayDeque<>();
-  private final Set<TopicPartition> atEnd = new HashSet<>();
+  /**
+   * Per partition, the position its last end-of-partition item named: its end is reached again
+   * only at another position (a record handed out, a seek; or a transaction's marker, which moves
+   * the position without a record).
+   */
+  private final Map<TopicPartition, Long> endGiven = new HashMap<>();
   private final ArrayDeque<ObjectNode> ends = new ArrayDeque<>();
   private final Driver driver;
   private final Map<TopicPartition, Long> fetchedEnds = new HashMap<>();
@@ -89,7 +94,7 @@ final class ConsumerHandle {
     if (!kind.equals("assign")) {
       forget(partitions);
     }
-    atEnd.removeAll(partitions);
+    endGiven.keySet().removeAll(partitions);
     ObjectNode event = Wire.event("rebalance");
     event.put("handle", handle);
     event.put("kind", kind);
@@ -121,7 +126,6 @@ final class ConsumerHandle {
     while (items.size() < max && !buffered.isEmpty()) {
       ConsumerRecord<byte[], byte[]> record = buffered.poll();
       TopicPartition where = new TopicPartition(record.topic(), record.partition());
-      atEnd.remove(where);
       ObjectNode item = items.addObject();
       item.put("t", record.topic());
       item.put("p", record.partition());
@@ -175,9 +179,14 @@ final class ConsumerHandle {
       return;
     }
     lastEndCheck = now;
-    Set<TopicPartition> candidates = new HashSet<>(consumer.assignment());
-    candidates.removeAll(atEnd);
-    candidates.removeAll(consumer.paused());
+    Set<TopicPartition> paused = consumer.paused();
+    Set<TopicPartition> candidates = new HashSet<>();
+    for (TopicPartition where : consumer.assignment()) {
+      Long given = endGiven.get(where);
+      if (!paused.contains(where) && (given == null || given != consumer.position(where, CALL))) {
+        candidates.add(where);
+      }
+    }
     if (candidates.isEmpty()) {
       return;
     }
@@ -186,7 +195,7 @@ final class ConsumerHandle {
       TopicPartition where = end.getKey();
       long position = consumer.position(where, CALL);
       if (position >= end.getValue()) {
-        atEnd.add(where);
+        endGiven.put(where, position);
         ObjectNode item = Wire.object();
         item.put("t", where.topic());
         item.put("p", where.partition());
@@ -237,7 +246,7 @@ final class ConsumerHandle {
     TopicPartition where = partition(position);
     long offset = position.get(2).asLong();
     forget(List.of(where));
-    atEnd.remove(where);
+    endGiven.remove(where);
     if (offset == -2) {
       consumer.seekToBeginning(List.of(where));
     } else if (offset == -1) {

@@ -4,6 +4,7 @@ points make them exact."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -87,9 +88,11 @@ def produced(lab: LocalRuntime, tmp_path_factory: pytest.TempPathFactory) -> Pro
     assert producer.flush(30) == 0
     [(error, record)] = reports
     assert error is None
+    offset = record.offset()
+    assert offset is not None
     ends = end_offsets(bootstrap, topic, PARTITIONS)
     assert sum(ends.values()) == RECORDS + 1
-    return Produced(run_id, topic, ends, frozenset(messages), (0, record.offset()))
+    return Produced(run_id, topic, ends, frozenset(messages), (0, offset))
 
 
 @pytest.fixture
@@ -325,6 +328,29 @@ def test_two_consumers_split_the_partitions(
     assert partitions[0].isdisjoint(partitions[1])
     # One generation: no rebalance after the split.
     assert len({r["generation"] for r in processed}) == 1
+
+
+def test_a_rebalance_starts_a_consumers_idle_clock_again(
+    consumers: Any, fresh_topic: tuple[str, str]
+) -> None:
+    """A consumer with nothing to read ends idle_exit_s after its last record or its last
+    rebalance, whichever came later: a group that formed again (after its coordinator's outage,
+    say) has records to hand out. coordinator-kill-at-least-once on the reference broker: both
+    consumers ended 30 s after their last record, 7 s after the coordinator was back and before
+    the group had formed again, and the control's crash found no consumer to crash."""
+    idle_s = 8.0
+    run_id, topic = fresh_topic
+    workload = consumers(run_id, topic, consumers=1, mode="commit-after", idle_exit_s=idle_s)
+    assert workload.wait_settled(WAIT_S)
+    workload.join()  # the first consumer's partitions are revoked and assigned again
+    assert workload.wait(WAIT_S)
+    first = workload.sessions[0]
+    log = workload.run_dir.consumer_log_file(first.session_id).read_text()
+    # (its last line, "revoked", is its own close's)
+    assigned = [int(at) for at in re.findall(r"^rebalance: assigned \[.*\] at (\d+)", log, re.M)]
+    assert len(assigned) >= 2, log
+    assert first.ended_ms is not None
+    assert first.ended_ms - assigned[-1] >= idle_s * 1000
 
 
 def test_a_consumer_paused_past_the_session_timeout_is_fenced_as_a_zombie(

@@ -30,7 +30,7 @@ holds them, bounded). The rest of that partition's records in the batch in hand 
 progress line lists where each seek went (``sought``).
 
 SIGTERM ends the session cleanly (finish the batch, commit, leave the group). It also ends
-after ``idle_exit_s`` without a record, and is terminated (SIGALRM) after ``max_runtime_s``
+after ``idle_exit_s`` without a record or a rebalance, and is terminated (SIGALRM) after ``max_runtime_s``
 whatever it is doing: a librdkafka call can wait long on a missing coordinator.
 """
 
@@ -130,6 +130,9 @@ class ConsumerSession:
         started is the rebalance that admitted it (a new KIP-848 member may first report the
         group's epoch of before its join)."""
         self.stopping = False
+        self.quiet_since = time.monotonic()
+        """Since the last record handed out or the last rebalance: ``idle_exit_s`` counts from
+        there (a group formed again after its coordinator's outage has records to hand out)."""
         self.fatal: str | None = None
         self.state = "running"
         self.crash_at = spec.crash_after_effects
@@ -163,18 +166,17 @@ class ConsumerSession:
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,
         )
-        last_record = time.monotonic()
         while not self.stopping and self.fatal is None:
             records = [
                 m for m in self.consumer.consume(spec.batch, spec.poll_timeout_s) if self._ok(m)
             ]
             if not records:
                 self._commit(CommitTrigger.IDLE)
-                if time.monotonic() - last_record >= spec.idle_exit_s:
+                if time.monotonic() - self.quiet_since >= spec.idle_exit_s:
                     break
                 self._maybe_progress()
                 continue
-            last_record = time.monotonic()
+            self.quiet_since = time.monotonic()
             for record in records:
                 partition, offset = where(record)
                 self.received[partition] = offset + 1
@@ -421,9 +423,12 @@ class ConsumerSession:
         self._log_rebalance("lost", partitions, membership(self.consumer))
         self._forget({tp.partition for tp in partitions})
 
-    @staticmethod
-    def _log_rebalance(kind: str, partitions: list[TopicPartition], member: Membership) -> None:
-        """One line in the session's log per rebalance callback, with the membership then."""
+    def _log_rebalance(
+        self, kind: str, partitions: list[TopicPartition], member: Membership
+    ) -> None:
+        """One line in the session's log per rebalance callback, with the membership then; the
+        idle clock starts again."""
+        self.quiet_since = time.monotonic()
         print(
             f"rebalance: {kind} {sorted(tp.partition for tp in partitions)} at {now_ms()} "
             f"(member {member.member_id}, generation {member.generation})",

@@ -52,7 +52,9 @@ class ConsumerLoop(BaseModel):
     commit_every: int = Field(100, ge=1, description="records processed between two commits")
     poll_timeout_s: float = Field(0.5, gt=0, description="how long one consume() call waits")
     idle_exit_s: float = Field(
-        30.0, gt=0, description="a consumer with nothing to read this long ends cleanly"
+        30.0,
+        gt=0,
+        description="a consumer with no record and no rebalance this long ends cleanly",
     )
     max_runtime_s: float = Field(900.0, gt=0, description="a consumer is terminated after this")
 

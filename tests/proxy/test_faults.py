@@ -10,6 +10,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from eoslab.kafka_api import encode_request
+from eoslab.proxy.faults.late import cluster_of
 from eoslab.proxy.faults.results import answer_errors, error_response
 from eoslab.proxy.faults.spec import Direction, FrameContext, FrameVerdict, LateCopy
 from eoslab.proxy.faults.table import FaultTable
@@ -365,6 +366,39 @@ def test_a_late_copy_is_released_by_the_answer_to_the_next_request_of_its_after_
 
     assert fault.evidence().late[0].released_ms is not None
     assert fault.state.copies[0].frame == b"produce"
+
+
+def test_a_late_copy_is_released_by_its_own_clusters_traffic_only(table: FaultTable) -> None:
+    """The lab's proxy fronts every target: in lanes another target's cell sends its own
+    requests, and its Produce is not the next transaction's first (kafka-17754 in `make
+    conformance`: released 6-40 ms after the capture, before that transaction began)."""
+    fault = table.add(
+        {"kind": "late", "route": "kafka-1", "api": "EndTxn", "forward": True,
+         "after_api": "Produce", "after_ms": 150}
+    )  # fmt: skip
+    end_txn = FrameContext("kafka-1", Direction.REQUEST, 26, 3, 7, 10, 5, b"endtxn")
+    table.judge(end_txn, table.for_route("kafka-1"))
+    assert len(fault.evidence().late) == 1
+    for route in ("kafka4-1", "refbroker"):  # another lane's records
+        for direction in Direction:
+            table.judge(frame(8, route, direction), table.for_route(route))
+    assert fault.evidence().late[0].released_ms is None
+    for direction in Direction:  # the next transaction's, to another broker of the cluster
+        table.judge(frame(9, "kafka-3", direction), table.for_route("kafka-3"))
+    assert fault.evidence().late[0].released_ms is not None
+
+
+@pytest.mark.parametrize(
+    ("route", "cluster"),
+    [
+        ("kafka-2", "kafka"),
+        ("kafka4-3", "kafka4"),
+        ("refbroker", "refbroker"),
+        ("broker-12", "broker"),
+    ],
+)
+def test_a_route_leads_to_its_cluster(route: str, cluster: str) -> None:
+    assert cluster_of(route) == cluster
 
 
 def test_an_error_fault_with_a_connection_leaves_the_others_alone(table: FaultTable) -> None:

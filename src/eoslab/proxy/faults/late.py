@@ -6,9 +6,12 @@ client never sees it.
 Captured: the next `count` (default 1) requests of `api` on the route; `forward: true` lets
 the original through as well (the broker then sees it twice), `false` swallows it (the client
 waits for an answer that never comes; `reset` closes its connection). Delivered `after_ms`
-after the capture, or once the next request of `after_api` (on any route: a transaction's
-coordinator need not lead its partitions) has been answered, then `after_ms` more. A copy
-still waiting when the fault is removed is not delivered.
+after the capture, or once the next request of `after_api` has been answered, then `after_ms`
+more: the next on any route to the same cluster (a transaction's coordinator need not lead its
+partitions), never another cluster's: the lab's proxy fronts the three targets at once, and
+in lanes a cell on another target sends requests of its own (in `make conformance` another
+lane's Produce released kafka-17754's late EndTxn 6-40 ms after its capture, before the next
+transaction had begun). A copy still waiting when the fault is removed is not delivered.
 
 Took effect when every copy it captured (and `count` of them) was delivered and answered:
 the evidence says when each was captured, delivered and answered, and the answer's errors
@@ -22,6 +25,7 @@ anything.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Self
 
@@ -103,7 +107,9 @@ class LateSpec(DecodedFaultSpec):
         None, ge=0, le=MAX_AFTER_MS, description="deliver this long after the capture (or release)"
     )
     after_api: str | None = Field(
-        None, description="deliver once the next request of this API (any route) is answered"
+        None,
+        description="deliver once the next request of this API (any route to the same cluster)"
+        " is answered",
     )
     reset: bool = Field(False, description="then reset the client's connection")
 
@@ -135,13 +141,16 @@ class LateSpec(DecodedFaultSpec):
         return None if self.after_api is None else parse_api_key(self.after_api)
 
     def watch(self, fault: FaultState, frame: FrameContext) -> None:
-        """The next request of ``after_api`` after a capture is noted; its answer releases."""
+        """The next request of ``after_api`` to the copy's cluster after a capture is noted;
+        its answer releases."""
         if frame.api_key != self.watched_api():
             return
         key = (frame.route, frame.connection, frame.correlation_id)
         copies: LateCopies = fault.state
         for copy in copies.copies:
             if copy.evidence.released_ms is not None:
+                continue
+            if cluster_of(frame.route) != cluster_of(copy.evidence.route):
                 continue
             if frame.direction is Direction.REQUEST and copy.trigger is None:
                 copy.trigger = key
@@ -199,6 +208,13 @@ class LateSpec(DecodedFaultSpec):
         if copy.released_ms is None and self.after_api is not None:
             return f"waiting for the next {self.after_api} request to be answered"
         return "not delivered yet"
+
+
+def cluster_of(route: str) -> str:
+    """The cluster a route leads to: its name without the broker's number (``kafka4-2``:
+    ``kafka4``; the reference broker's route is its own; a fronting proxy's ``broker-N``
+    routes, ``broker``, all lead to the user's one cluster)."""
+    return re.sub(r"-\d+$", "", route)
 
 
 def _delivery(copy: LateCopy) -> str:

@@ -10,7 +10,7 @@ after the capture, or once the next request of `after_api` has been answered, th
 more: the next on any route to the same cluster (a transaction's coordinator need not lead its
 partitions), never another cluster's: the lab's proxy fronts the three targets at once, and
 in lanes a cell on another target sends requests of its own (in `make conformance` another
-lane's Produce released kafka-17754's late EndTxn 6-40 ms after its capture, before the next
+lane's Produce released kafka-17754's late EndTxn 6 and 24 ms after its capture, before the next
 transaction had begun). A copy still waiting when the fault is removed is not delivered.
 
 Took effect when every copy it captured (and `count` of them) was delivered and answered:

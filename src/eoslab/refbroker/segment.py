@@ -95,9 +95,22 @@ class LogSegment:
 
     def flush(self) -> None:
         os.fsync(self._fd)
-        write_atomically(self.index_path, b"".join(INDEX_ENTRY.pack(*e) for e in self._index))
-        write_atomically(
-            self.time_index_path, b"".join(TIME_INDEX_ENTRY.pack(*e) for e in self._time_index)
+        index, time_index = self._index_bytes()
+        write_atomically(self.index_path, index)
+        write_atomically(self.time_index_path, time_index)
+
+    def _index_bytes(self) -> tuple[bytes, bytes]:
+        return (
+            b"".join(INDEX_ENTRY.pack(*e) for e in self._index),
+            b"".join(TIME_INDEX_ENTRY.pack(*e) for e in self._time_index),
+        )
+
+    def _indexes_on_disk(self) -> bool:
+        """Both index files hold what the segment's batches give (no batch since they were
+        written): a restart has nothing to write again for it."""
+        index, time_index = self._index_bytes()
+        return _read_bytes(self.index_path) == index and (
+            _read_bytes(self.time_index_path) == time_index
         )
 
     def close(self) -> None:
@@ -155,7 +168,9 @@ class LogSegment:
 
     def recover(self) -> int:
         """Verify every batch (length, magic, CRC-32C, contiguous offsets), cut a torn or corrupt
-        tail, rebuild both indexes. Returns the number of bytes truncated."""
+        tail, rebuild both indexes, written again only where they differ from the files (a
+        restart of a broker with 700 partitions fsynced 2,800 unchanged index files: 15 s under
+        load). Returns the number of bytes truncated."""
         end = os.fstat(self._fd).st_size
         self.size, self.next_offset, self.max_timestamp = 0, self.base_offset, NO_TIMESTAMP
         self._index, self._time_index, self._bytes_since_index_entry = [], [], 0
@@ -176,9 +191,11 @@ class LogSegment:
             position += header.size
         if position < end:
             os.ftruncate(self._fd, position)
-            os.fsync(self._fd)
         self.size = position
-        self.flush()
+        if position < end or not self._indexes_on_disk():
+            self.flush()
+        else:  # the batches durable; the indexes, written atomically, already say so
+            os.fsync(self._fd)
         return end - position
 
     def load_indexes(self, next_offset: int) -> None:
@@ -198,12 +215,16 @@ class LogSegment:
         self.seal()
 
 
-def _read_entries(path: Path, entry: struct.Struct) -> list[tuple[int, int]]:
+def _read_bytes(path: Path) -> bytes | None:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
-        return []
-    if len(data) % entry.size:
+        return None
+
+
+def _read_entries(path: Path, entry: struct.Struct) -> list[tuple[int, int]]:
+    data = _read_bytes(path)
+    if data is None or len(data) % entry.size:
         return []
     return [entry.unpack_from(data, i) for i in range(0, len(data), entry.size)]
 

@@ -20,8 +20,13 @@ CRASH_RECORDS = 1200
 """Fewer than the scenario's own 1,500: the form's record count reaches the run."""
 
 
-def only_run(folder: Path, cell: str, target: str) -> Path:
-    found = [p.parent for p in folder.glob(f"*-{cell}-{target}-*/run.json")]
+def runs_of(folder: Path, cell: str, target: str) -> set[Path]:
+    return {p.parent for p in folder.glob(f"*-{cell}-{target}-*/run.json")}
+
+
+def only_new_run(folder: Path, cell: str, target: str, before: set[Path]) -> Path:
+    """The one run of the cell a DAG run made (a test run again finds its first attempt's)."""
+    found = sorted(runs_of(folder, cell, target) - before)
     assert len(found) == 1, found
     return found[0]
 
@@ -38,10 +43,12 @@ def test_scenario_dag_finds_the_consumer_crash_doubling_effects_in_commit_after(
         "mode": "commit-after",
         "records": CRASH_RECORDS,
     }
+    cell = "consumer-crash-before-commit.commit-after"
+    before = runs_of(dag_runner.runs, cell, "kafka")
     done = dag_runner.test("eos_scenario", json.dumps(conf), "scenario-consumer-crash")
     assert done.returncode == 0, tail(done)
 
-    run_dir = only_run(dag_runner.runs, "consumer-crash-before-commit.commit-after", "kafka")
+    run_dir = only_new_run(dag_runner.runs, cell, "kafka", before)
     crash = json.loads((run_dir / "faults.jsonl").read_text().splitlines()[0])
     assert crash["detail"]["between_effect_and_commit"] is True, crash
     verdict = json.loads((run_dir / "checker" / "verdict.json").read_text())

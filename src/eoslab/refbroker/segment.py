@@ -168,9 +168,9 @@ class LogSegment:
 
     def recover(self) -> int:
         """Verify every batch (length, magic, CRC-32C, contiguous offsets), cut a torn or corrupt
-        tail, rebuild both indexes, written again only where they differ from the files (a
-        restart of a broker with 700 partitions fsynced 2,800 unchanged index files: 15 s under
-        load). Returns the number of bytes truncated."""
+        tail, rebuild both indexes, written again only where they differ from the files (with
+        702 partitions, writing all 1,404 again, each fsynced with its folder, took 12.6 of a
+        restart's 14.6 s under load). Returns the number of bytes truncated."""
         end = os.fstat(self._fd).st_size
         self.size, self.next_offset, self.max_timestamp = 0, self.base_offset, NO_TIMESTAMP
         self._index, self._time_index, self._bytes_since_index_entry = [], [], 0

@@ -30,8 +30,9 @@ holds them, bounded). The rest of that partition's records in the batch in hand 
 progress line lists where each seek went (``sought``).
 
 SIGTERM ends the session cleanly (finish the batch, commit, leave the group). It also ends
-after ``idle_exit_s`` without a record or a rebalance, and is terminated (SIGALRM) after ``max_runtime_s``
-whatever it is doing: a librdkafka call can wait long on a missing coordinator.
+after ``idle_exit_s`` without a record or a rebalance, and is terminated (SIGALRM) after
+``max_runtime_s`` whatever it is doing: a librdkafka call can wait long on a missing
+coordinator.
 """
 
 from __future__ import annotations

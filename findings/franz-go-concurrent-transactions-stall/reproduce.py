@@ -29,6 +29,7 @@ from pathlib import Path
 from confluent_kafka import Producer, libversion
 
 from eoslab.proxy.control_client import ProxyControl
+from eoslab.runtime.fronting import FrontingProxy
 from eoslab.soak.broker import BrokerProcess
 
 FRANZ_GO = "v1.22.2"
@@ -58,23 +59,6 @@ def build(workdir: Path) -> Path:
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(step)} failed: {done.stderr.strip()}")
     return workdir / "reproduce"
-
-
-def front(bootstrap: str, workdir: Path) -> tuple[subprocess.Popen[str], str, str]:
-    """The chaos proxy fronting ``bootstrap``: the process, its control URL, its bootstrap."""
-    proxy = subprocess.Popen(
-        [sys.executable, "-m", "eoslab.proxy.command", "front", f"--bootstrap={bootstrap}"],
-        stdout=subprocess.PIPE,
-        stderr=(workdir / "proxy.log").open("w"),
-        text=True,
-    )
-    assert proxy.stdout is not None
-    ready = proxy.stdout.readline().split()  # "ready control=URL bootstrap=HOST:PORT"
-    if not ready or ready[0] != "ready":
-        proxy.kill()
-        raise SystemExit(f"the proxy did not start: {(workdir / 'proxy.log').read_text()}")
-    fields = dict(word.split("=", 1) for word in ready[1:])
-    return proxy, fields["control"], fields["bootstrap"]
 
 
 def franz_go(program: Path, bootstrap: str, topic: str, *age: str) -> str:
@@ -109,8 +93,10 @@ def main() -> int:
     try:
         program = build(workdir)
         broker.create_topics(("one", "two", "three", "four"))
-        proxy, control, bootstrap = front(broker.bootstrap, workdir)
-        faults = ProxyControl(control)
+        proxy = FrontingProxy.start(
+            broker.bootstrap, workdir / "proxy.log", workdir / "faults.jsonl", seed=0
+        )
+        bootstrap, faults = proxy.bootstrap, ProxyControl(proxy.control_url)
 
         def once(label: str, produce: Callable[[], str]) -> None:
             """``produce`` with the proxy answering its first Produce CONCURRENT_TRANSACTIONS."""
@@ -127,8 +113,7 @@ def main() -> int:
         once(f"librdkafka {libversion()[0]}", lambda: librdkafka(bootstrap, "four"))
     finally:
         if proxy is not None:
-            proxy.terminate()
-            proxy.wait(30)
+            proxy.stop()
         broker.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

@@ -153,8 +153,8 @@ class LateSpec(DecodedFaultSpec):
     def watch(self, fault: FaultState, frame: FrameContext) -> None:
         """The next request of (one of) ``after_api`` to the copy's cluster after a capture is
         noted; its answer releases."""
-        if frame.api_key not in self.watched_apis():
-            return
+        if self.after_api is None or api_name(frame.api_key) not in self.after_api:
+            return  # after_api holds api_name's names: no set built for every frame
         key = (frame.route, frame.connection, frame.correlation_id)
         copies: LateCopies = fault.state
         for copy in copies.copies:

@@ -75,6 +75,14 @@ ROUTES = ("kafka-1", "kafka-2", "refbroker")
             "after_api: unknown API name 'EndTx'",
         ),
         (
+            {"kind": "late", "api": "Produce", "forward": True, "after_api": ["Produce", "EndTx"]},
+            "after_api: unknown API name 'EndTx'",
+        ),
+        (
+            {"kind": "late", "api": "Produce", "forward": True, "after_api": []},
+            "after_api: name at least one Kafka API",
+        ),
+        (
             {"kind": "late", "api": "Produce", "forward": True, "after_ms": 1, "count": 101},
             "count: Input should be less than or equal to 100",
         ),
@@ -100,6 +108,7 @@ def test_api_is_accepted_by_name_or_number_and_kept_by_name() -> None:
     by_number = parse_fault_spec({"kind": "drop-response", "api": 22}, ROUTES)
 
     assert isinstance(by_name, DropResponseSpec)
+    assert isinstance(by_number, DropResponseSpec)
     assert (by_name.api, by_name.selected_api(), by_name.reset) == ("Produce", 0, True)
     assert (by_number.api, by_number.selected_api()) == ("InitProducerId", 22)
 

@@ -16,7 +16,7 @@ from eoslab.proxy.faults.spec import Direction, FrameContext, FrameVerdict, Late
 from eoslab.proxy.faults.table import FaultTable
 
 ROUTES = ("kafka-1", "kafka-2")
-PRODUCE, METADATA = 0, 3
+PRODUCE, METADATA, ADD_PARTITIONS_TO_TXN = 0, 3, 24
 
 
 class FakeClock:
@@ -386,6 +386,28 @@ def test_a_late_copy_is_released_by_its_own_clusters_traffic_only(table: FaultTa
     for direction in Direction:  # the next transaction's, to another broker of the cluster
         table.judge(frame(9, "kafka-3", direction), table.for_route("kafka-3"))
     assert fault.evidence().late[0].released_ms is not None
+
+
+def test_a_late_copy_waiting_for_a_list_is_released_by_the_first_answered(
+    table: FaultTable,
+) -> None:
+    """A transaction begins at its coordinator with AddPartitionsToTxn, or, with transaction
+    version 2, with its first Produce: whichever is answered first releases the copy."""
+    for first in (ADD_PARTITIONS_TO_TXN, PRODUCE):
+        fault = table.add(
+            {"kind": "late", "route": "kafka-1", "api": "EndTxn", "forward": True,
+             "after_api": ["AddPartitionsToTxn", "Produce"], "after_ms": 150}
+        )  # fmt: skip
+        end_txn = FrameContext("kafka-1", Direction.REQUEST, 26, 3, 7, 10, 5, b"endtxn")
+        table.judge(end_txn, table.for_route("kafka-1"))
+        assert fault.spec.took_effect(fault.evidence())[1].endswith(
+            "waiting for the next AddPartitionsToTxn or Produce request to be answered"
+        )
+        for direction in Direction:
+            request = FrameContext("kafka-2", direction, first, 3, 8, 11, 6, b"")
+            table.judge(request, table.for_route("kafka-2"))
+        assert fault.evidence().late[0].released_ms is not None
+        table.remove(fault.id)
 
 
 @pytest.mark.parametrize(

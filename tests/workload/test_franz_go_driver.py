@@ -13,11 +13,13 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
+from eoslab.admin import create_topic
 from eoslab.clients import ClientError
 from eoslab.rundir import HandlerMode, LabTarget, VerdictStatus
 from eoslab.runtime.local import LocalRuntime
@@ -25,6 +27,7 @@ from eoslab.scenarios.catalogue import find_scenario, load_scenario
 from eoslab.scenarios.executor import execute
 from eoslab.settings import runs_root
 from eoslab.verify.checker import verify_run
+from eoslab.workload.drivers.api import ClientApi
 from eoslab.workload.drivers.franz_go import build_tags, failure_line, module_version
 from eoslab.workload.drivers.franz_go.config import DriverConfigError, consumer, producer
 from eoslab.workload.drivers.registry import check_config, prepare, resolve
@@ -48,6 +51,7 @@ def test_a_producer_config_becomes_kgo_options() -> None:
             "transaction.timeout.ms": 60000,
             "statistics.interval.ms": 1000,
             "stats_cb": print,
+            "debug": "eos,protocol",
         }
     )
     assert native == {
@@ -59,6 +63,7 @@ def test_a_producer_config_becomes_kgo_options() -> None:
         "RequestTimeoutOverhead": "4000ms",
         "TransactionalID": "t-1",
         "TransactionTimeout": "60000ms",
+        "WithLogger": "debug",
     }
     assert stats_ms == 1000
 
@@ -165,6 +170,32 @@ def test_a_version_the_proxy_does_not_have_is_one_line_and_no_run(tmp_path: Path
 
 
 # ---------------------------------------------------------------------------------- on the lab
+@pytest.mark.lab
+def test_librdkafkas_debug_property_is_kgos_log_on_the_session_log(
+    lab: LocalRuntime, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``debug`` (any contexts) turns on kgo's log at debug level on the driver's stderr, which
+    is the session's log; without it the driver says nothing there."""
+    bootstrap = lab.config.bootstrap("refbroker")
+    topic = f"debug-{time.monotonic_ns()}"
+    create_topic(bootstrap, topic, 1, 1)
+    for debug in ("eos,protocol", None):
+        client = ClientApi(prepare(resolve(CLIENT)))
+        try:
+            config = {"bootstrap.servers": bootstrap, **({"debug": debug} if debug else {})}
+            sent = client.producer(config)
+            sent.produce(topic, value=b"one", partition=0)
+            assert sent.flush(60) == 0
+        finally:
+            client.close()
+        logged = capfd.readouterr().err
+        if debug:
+            assert "[DEBUG] wrote Produce v" in logged, logged[-2000:]
+        else:
+            assert "[DEBUG]" not in logged, logged[-2000:]
+            assert "[INFO]" not in logged, logged[-2000:]
+
+
 COPY_SCENARIO = """\
 name: franz-go-copy
 description: >

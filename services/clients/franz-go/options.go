@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +84,17 @@ func (o *options) add(key, value string) error {
 		if d, err = duration(key, value); err == nil {
 			o.client = append(o.client, kgo.RequestTimeoutOverhead(d))
 		}
+	case "WithLogger":
+		// kgo's own log on stderr (the session's log), at this level
+		levels := map[string]kgo.LogLevel{
+			"error": kgo.LogLevelError, "warn": kgo.LogLevelWarn,
+			"info": kgo.LogLevelInfo, "debug": kgo.LogLevelDebug,
+		}
+		level, ok := levels[value]
+		if !ok {
+			return fmt.Errorf("WithLogger: %q is not error, warn, info or debug", value)
+		}
+		o.client = append(o.client, kgo.WithLogger(kgo.BasicLogger(os.Stderr, level, nil)))
 	// ------------------------------------------------------------------ producer
 	case "RequiredAcks":
 		acks := map[string]kgo.Acks{"all": kgo.AllISRAcks(), "leader": kgo.LeaderAck(), "none": kgo.NoAck()}

@@ -28,7 +28,7 @@ class ActiveFault:
         self._examines = spec.examines()
         self.state: Any = spec.new_state()
         self.examined: Any = None
-        self.watching = spec.watched_api() is not None
+        self.watching = bool(spec.watched_apis())
         """It watches frames of some API on every route (a late copy waiting for a request)."""
         self._frames: defaultdict[str, Counter[int]] = defaultdict(Counter)
         self._delay_s = 0.0

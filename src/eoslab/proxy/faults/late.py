@@ -6,12 +6,16 @@ client never sees it.
 Captured: the next `count` (default 1) requests of `api` on the route; `forward: true` lets
 the original through as well (the broker then sees it twice), `false` swallows it (the client
 waits for an answer that never comes; `reset` closes its connection). Delivered `after_ms`
-after the capture, or once the next request of `after_api` has been answered, then `after_ms`
-more: the next on any route to the same cluster (a transaction's coordinator need not lead its
-partitions), never another cluster's: the lab's proxy fronts the three targets at once, and
-in lanes a cell on another target sends requests of its own (in `make conformance` another
-lane's Produce released kafka-17754's late EndTxn 6 and 24 ms after its capture, before the next
-transaction had begun). A copy still waiting when the fault is removed is not delivered.
+after the capture, or once the next request of `after_api` (an API, or a list: the first of
+them) has been answered, then `after_ms` more: the next on any route to the same cluster (a
+transaction's coordinator need not lead its partitions), never another cluster's: the lab's
+proxy fronts the three targets at once, and in lanes a cell on another target sends requests
+of its own (in `make conformance` another lane's Produce released kafka-17754's late EndTxn 6
+and 24 ms after its capture, before the next transaction had begun). A list names the first
+sign of what the copy waits for when clients give it differently: a transaction's start at its
+coordinator is its AddPartitionsToTxn, or, with transaction version 2, which has none, its
+first Produce (whose answer can come late: the leader waits for the coordinator first). A
+copy still waiting when the fault is removed is not delivered.
 
 Took effect when every copy it captured (and `count` of them) was delivered and answered:
 the evidence says when each was captured, delivered and answered, and the answer's errors
@@ -106,21 +110,27 @@ class LateSpec(DecodedFaultSpec):
     after_ms: int | None = Field(
         None, ge=0, le=MAX_AFTER_MS, description="deliver this long after the capture (or release)"
     )
-    after_api: str | None = Field(
+    after_api: tuple[str, ...] | None = Field(
         None,
-        description="deliver once the next request of this API (any route to the same cluster)"
-        " is answered",
+        description="deliver once the next request of this API, or of the first of these APIs,"
+        " (any route to the same cluster) is answered",
     )
     reset: bool = Field(False, description="then reset the client's connection")
 
     @field_validator("after_api", mode="before")
     @classmethod
-    def _known_after_api(cls, api: object) -> str | None:
-        if api is None:
+    def _known_after_api(cls, apis: object) -> tuple[str, ...] | None:
+        if apis is None:
             return None
-        if isinstance(api, bool) or not isinstance(api, str | int):
-            raise ValueError("must be a Kafka API name or number")
-        return api_name(parse_api_key(api))
+        listed: list[object] = list(apis) if isinstance(apis, list | tuple) else [apis]
+        if not listed:
+            raise ValueError("name at least one Kafka API")
+        names = []
+        for api in listed:
+            if isinstance(api, bool) or not isinstance(api, str | int):
+                raise ValueError("must be a Kafka API name or number, or a list of them")
+            names.append(api_name(parse_api_key(api)))
+        return tuple(names)
 
     @model_validator(mode="after")
     def _has_a_time(self) -> Self:
@@ -137,14 +147,14 @@ class LateSpec(DecodedFaultSpec):
     def state_evidence(self, state: LateCopies) -> dict[str, Any]:
         return {"late": [copy.evidence for copy in state.copies]}
 
-    def watched_api(self) -> int | None:
-        return None if self.after_api is None else parse_api_key(self.after_api)
+    def watched_apis(self) -> frozenset[int]:
+        return frozenset(parse_api_key(api) for api in self.after_api or ())
 
     def watch(self, fault: FaultState, frame: FrameContext) -> None:
-        """The next request of ``after_api`` to the copy's cluster after a capture is noted;
-        its answer releases."""
-        if frame.api_key != self.watched_api():
-            return
+        """The next request of (one of) ``after_api`` to the copy's cluster after a capture is
+        noted; its answer releases."""
+        if self.after_api is None or api_name(frame.api_key) not in self.after_api:
+            return  # after_api holds api_name's names: no set built for every frame
         key = (frame.route, frame.connection, frame.correlation_id)
         copies: LateCopies = fault.state
         for copy in copies.copies:
@@ -206,7 +216,7 @@ class LateSpec(DecodedFaultSpec):
         if copy.delivered_ms is not None:
             return "delivered, not answered yet"
         if copy.released_ms is None and self.after_api is not None:
-            return f"waiting for the next {self.after_api} request to be answered"
+            return f"waiting for the next {' or '.join(self.after_api)} request to be answered"
         return "not delivered yet"
 
 

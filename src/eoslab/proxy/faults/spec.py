@@ -256,12 +256,13 @@ class FaultSpec(BaseModel, abc.ABC):
         The fault's ``act`` finds it in ``fault.examined``."""
         return frame
 
-    def watched_api(self) -> int | None:
-        """The API key of frames it watches on every route besides those it acts on (``watch``)."""
-        return None
+    def watched_apis(self) -> frozenset[int]:
+        """The API keys of frames it watches on every route besides those it acts on
+        (``watch``); none: it watches nothing."""
+        return frozenset()
 
     def watch(self, fault: FaultState, frame: FrameContext) -> None:
-        """See a frame of its ``watched_api`` on any route (before any fault acts on it)."""
+        """See a frame of its ``watched_apis`` on any route (before any fault acts on it)."""
 
     # ------------------------------------------------------------------ behaviour
     @abc.abstractmethod

@@ -21,6 +21,8 @@ Meanings that differ, and how they are carried over:
   ``group.remote.assignor`` its balancer (range, or uniform: franz-go's sticky balancer);
 - ``batch.num.messages`` is refused: franz-go sizes batches in bytes only, and refuses a record
   larger than its batch limit rather than sending it alone;
+- ``debug`` (librdkafka's debug contexts, e.g. ``eos,protocol``) is kgo's log at debug level,
+  whatever the contexts, on the driver's stderr: the session's log;
 - ``statistics.interval.ms`` is how often the driver reports the producer id, epoch and counters;
   ``enable.partition.eof`` (the end-of-partition events) is the driver's, not a kgo option.
 
@@ -87,6 +89,10 @@ def _balancers(name: str, value: Any) -> str:
     return ",".join(names[n] for n in chosen)
 
 
+def _debug(_: str, value: Any) -> str | None:
+    return "debug" if str(value).strip() else None
+
+
 _TRUE_FALSE = {"true": "true", "false": None}
 COMMON: dict[str, tuple[str, Convert]] = {
     "bootstrap.servers": ("SeedBrokers", _text),
@@ -95,6 +101,7 @@ COMMON: dict[str, tuple[str, Convert]] = {
     "retry.backoff.ms": ("RetryBackoff", _ms),
     "metadata.max.age.ms": ("MetadataMaxAge", _ms),
     "socket.timeout.ms": ("RequestTimeoutOverhead", _ms),
+    "debug": ("WithLogger", _debug),
 }
 PRODUCER: dict[str, tuple[str, Convert]] = {
     **COMMON,

@@ -143,6 +143,7 @@ CELLS = (
     CatalogueCell("txn-hanging-uncommitted", "refbroker", subject=("aborted_read",)),
     CatalogueCell("txn-isolated-uncommitted", "kafka", subject=("aborted_read",)),
     CatalogueCell("txn-lost-answers-uncommitted", "refbroker", subject=("aborted_read",)),
+    CatalogueCell("txn-commit-unknown-outcome-uncommitted", "refbroker", subject=("aborted_read",)),
     CatalogueCell("txn-producer-restart-uncommitted", "refbroker", subject=("aborted_read",)),
     CatalogueCell("zk-session-loss-acks-1", "kafka", subject=("lost",)),
     CatalogueCell(
@@ -172,6 +173,8 @@ CHECKED_ELSEWHERE = {
         "tests/scenarios/test_txn_runs.py (on Kafka 3.9 and the reference broker; Kafka 4 in the "
         "nightly, the naive checker equal to Spark)",
     ),
+    "txn-commit-unknown-outcome": "tests/scenarios/test_txn_runs.py (on the reference broker, "
+    "on each client; on Kafka 3.9 and 4 nightly)",
     "txn-producer-restart": "tests/scenarios/test_txn_runs.py (on the reference broker; on "
     "Kafka 3.9 and 4 txn-hanging-transaction kills -9 and restarts a producer inside a "
     "transaction too, and txn-zombie-producer's fence aborts an open transaction)",

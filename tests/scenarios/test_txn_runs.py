@@ -1,7 +1,8 @@
 """The transaction scenarios of the catalogue on the real lab, through the checker: a
 transactional workload with commits and aborts conforms (nothing aborted read, nothing committed
 lost, torn, read twice or read early), with the transaction coordinator killed mid-transaction
-and with its answers to AddPartitionsToTxn and EndTxn lost, and with a zombie producer fenced by
+and with its answers to AddPartitionsToTxn and EndTxn lost, with a commit answered
+UNKNOWN_SERVER_ERROR (indeterminate, read whole, whatever the client made of it), and with a zombie producer fenced by
 a new session of its transactional id, with a producer killed -9 mid-transaction and restarted
 (its open transaction aborted, never read), with a transaction left hanging (aborted by its
 timeout, the partitions it held released while its producer was still frozen), and the
@@ -109,6 +110,28 @@ def test_txn_lost_answers_conforms(
     counted = outcomes(result.run_dir)
     assert counted["committed"] > 0
     assert counted.get("indeterminate", 0) == 0  # every lost answer was asked again, and answered
+
+
+# Kafka 3.9 and 4: nightly (make test's time); the negative control in test_catalogue.py
+@pytest.mark.parametrize("client", [None, "java:3.9.2", "franz-go:v1.22.2"])
+def test_a_commit_answered_with_an_error_is_indeterminate_and_read_whole(
+    lab: LocalRuntime, spark: SparkSession, tmp_path: Path, client: str | None
+) -> None:
+    result, _ = run_and_check(
+        lab, spark, tmp_path, "txn-commit-unknown-outcome", "refbroker", client=client
+    )
+    (rewrite,) = result.info.faults
+    assert "1 result(s) now UNKNOWN_SERVER_ERROR" in rewrite.evidence, rewrite.evidence
+    table = ds.dataset(result.run_dir.transactions_dir, format="parquet").to_table()
+    (unknown,) = [t for t in table.to_pylist() if t["outcome"] == "indeterminate"]
+    assert unknown["intended"] == "commit"
+    # the coordinator committed it: read_committed read every record of it. librdkafka asked
+    # for its abort (refused): a ledger that wrote "aborted" there had made these aborted reads
+    read = ds.dataset(result.run_dir.reads_file("read_committed")).to_table().to_pylist()
+    places = {(r["session_id"], r["seq"]) for r in read}
+    assert {(unknown["session_id"], r["seq"]) for r in unknown["records"]} <= places
+    (session,) = result.info.sessions
+    assert session.fatal == {None: "INVALID_TXN_STATE", "java:3.9.2": "_FATAL"}.get(client)
 
 
 # Kafka and Kafka 4: nightly (make test's time; on Kafka 3.9 the same kill of the transaction

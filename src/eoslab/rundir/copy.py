@@ -66,6 +66,9 @@ class CopierSessionInfo(BaseModel):
     hung_in: str | None = None
     """The librdkafka call that did not return within its timeout (the watchdog killed the
     session: an observation of the client, not a failure of the run)."""
+    unconfirmed_commit: str | None = None
+    """The error of a commit whose outcome the client could not confirm: the session ended on
+    it (its transaction ``indeterminate`` in the ledger) and a new session replaced it."""
 
 
 class CopyInfo(BaseModel):

@@ -202,6 +202,7 @@ def _copy_stage(
         "transactional": info.copier.transactional,
         "sessions": len(info.copier.sessions),
         "crashed": sum(1 for session in info.copier.sessions if session.crashed),
+        "unconfirmed_commits": sum(1 for s in info.copier.sessions if s.unconfirmed_commit),
         "batches": {
             row["outcome"]: int(row["count"])
             for row in batches.groupBy("outcome").count().collect()

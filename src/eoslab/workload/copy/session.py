@@ -9,8 +9,12 @@ the input's partition and offset). Kafka's exactly-once pattern, in ONE transact
 ``begin_transaction``, the copies, ``send_offsets_to_transaction`` with the consumer's group
 metadata (the offsets past the batch), ``commit_transaction``; an error that requires an abort
 aborts it and rewinds the consumer to the group's committed offsets, so the batch is copied
-again in a later transaction. A fatal error (fenced), or a commit without an answer, ends the
-session. The at-least-once copier (``transactional`` false, the negative control) produces the
+again in a later transaction. A fatal error (fenced) ends the session. A commit whose outcome
+the client could not confirm (no answer within its tries; franz-go's "unconfirmed" commit, which
+its documentation says not to go on from) ends the session too, and a new one takes its place:
+its ``init_transactions`` fences this one, the coordinator settles the commit either way, and it
+starts from the offsets the group then has committed (``unconfirmed_commit`` on its last
+progress line). The at-least-once copier (``transactional`` false, the negative control) produces the
 batch, waits for every copy's acknowledgement (as long as its producer retries one:
 :data:`DELIVERY_TIMEOUT_MS`), then commits the offsets apart.
 
@@ -136,6 +140,9 @@ class CopierSession:
         self.empty_since: float | None = time.monotonic()
         """Since when the session has had no partition (None while it has some)."""
         self.fatal: str | None = None
+        self.unconfirmed_commit: str | None = None
+        """The error of a commit whose outcome the client left unknown: the session ends, and
+        a new one replaces it."""
         self.state = "running"
         self.producer_id: int | None = None
         self.producer_epoch: int | None = None
@@ -246,7 +253,7 @@ class CopierSession:
                 on_revoke=self._on_revoke,
                 on_lost=self._on_revoke,
             )
-        while self.fatal is None and not self._done():
+        while self.fatal is None and self.unconfirmed_commit is None and not self._done():
             batch = [
                 m
                 for m in self.consumer.consume(self.spec.records_per_transaction, POLL_S)
@@ -369,17 +376,23 @@ class CopierSession:
         if error is None:
             self._settle(txn, TxnOutcome.COMMITTED, None)
         elif error.txn_requires_abort():
-            self._abort(txn, error.name())
+            self._abort(txn, error.name(), commit_asked=True)
         else:
             self._settle(txn, TxnOutcome.INDETERMINATE, error.name())
-            self.fatal = self.fatal or error.name()
+            if self.fatal is None:
+                self.unconfirmed_commit = error.name()
 
-    def _abort(self, txn: int, reason: str) -> None:
+    def _abort(self, txn: int, reason: str, *, commit_asked: bool = False) -> None:
+        """Abort ``txn``: ``aborted``, unless its commit was asked for and the abort failed
+        (either may have happened: ``indeterminate``, as in the transactional producer)."""
         error = self._call(
             "abort_transaction",
             lambda: self.producer.abort_transaction(self.spec.call_timeout_s),
         )
-        self._settle(txn, TxnOutcome.ABORTED, reason)
+        failed_after_commit = error is not None and commit_asked
+        self._settle(
+            txn, TxnOutcome.INDETERMINATE if failed_after_commit else TxnOutcome.ABORTED, reason
+        )
         if error is not None:
             self.fatal = self.fatal or error.name()
             return
@@ -446,6 +459,7 @@ class CopierSession:
             "state": self.state,
             "done": done,
             "fatal": self.fatal,
+            "unconfirmed_commit": self.unconfirmed_commit,
             "hung_in": hung_in,
         }
         with self._progress_lock:

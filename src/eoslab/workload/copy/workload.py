@@ -6,7 +6,8 @@ a new session id and a new group member on every start, the same transactional i
 (:func:`copier_transactional_id`) in every session, so a new session fences the one before it
 and the coordinator aborts what that one left open. A session that killed itself at its seeded
 crash point (``crash_after_batches``), or because a librdkafka call of it hung (its watchdog,
-:mod:`eoslab.workload.copy.session`), is followed by a new session of its worker at once.
+:mod:`eoslab.workload.copy.session`), or that ended on a commit whose outcome its client could
+not confirm, is followed by a new session of its worker at once.
 Whenever a session's process ends, however it ends, its journal is sealed into the copier
 ledger.
 
@@ -156,7 +157,8 @@ class CopierWorkload:
             info.ended_ms = now_ms()
             info.crashed = process.crashed_on_purpose
             info.hung_in = process.progress.get("hung_in") if info.crashed else None
-            if info.crashed:
+            info.unconfirmed_commit = process.progress.get("unconfirmed_commit")
+            if info.crashed or info.unconfirmed_commit:
                 self._launch(worker, None)
 
         session = Session(

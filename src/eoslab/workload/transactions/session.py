@@ -18,7 +18,11 @@ are retried, bounded; an error that requires an abort ends the transaction ``abo
 abort asked for); a fatal error (fenced, ...) ends it ``indeterminate`` and the session, as the
 idempotent session ends on a fatal error; a commit with no answer in the bound is
 ``indeterminate`` too and ends the session (no new transaction may begin while one is open).
-An abort that gets no answer is still ``aborted``: no commit was asked for.
+An abort that gets no answer is still ``aborted`` when no commit was asked for; after a commit
+answered with an error that requires an abort, only a confirmed abort is ``aborted``: a client
+may ask for the abort of what its coordinator committed (librdkafka takes an unexpected EndTxn
+error, UNKNOWN_SERVER_ERROR, for one that requires an abort; the coordinator then refuses the
+abort, INVALID_TXN_STATE), and the transaction is ``indeterminate``.
 
 The zombie (nemesis step ``producer-zombie``): :data:`ARM_FREEZE` arms the session's freeze
 point: at its next record sent that is not its transaction's last, it waits (bounded) for a
@@ -252,7 +256,10 @@ class TransactionalSession(ProducerSession):
         if announced:
             self.ledger.ending(txn, False, now_ms())
         error = self._call(lambda: self.producer.abort_transaction(timeout))
-        self._settle(txn, TxnOutcome.ABORTED, reason or (None if error is None else error.name()))
+        if error is not None and not announced:  # its commit was asked for, the abort failed
+            self._settle(txn, TxnOutcome.INDETERMINATE, reason)
+        else:
+            self._settle(txn, TxnOutcome.ABORTED, reason or (error.name() if error else None))
         if error is not None:
             self.stopping = True
 

@@ -14,6 +14,7 @@ from eoslab.workload.transactions.journal import (
     ABORT,
     COMMIT,
     TransactionJournal,
+    abort_outcome,
     seal_transactions,
 )
 
@@ -74,3 +75,10 @@ def test_a_torn_last_line_never_happened(tmp_path: Path) -> None:
     assert seal_transactions(run, "r", "s2", 1, "tid-1") == 1
     (row,) = pq.read_table(run.transactions_file(1, "s2")).to_pylist()
     assert (row["outcome"], row["end_ms"]) == ("aborted", None)
+
+
+def test_an_abort_is_aborted_unless_it_failed_after_a_commit_was_asked_for() -> None:
+    assert abort_outcome(commit_asked=False, abort_failed=False) is TxnOutcome.ABORTED
+    assert abort_outcome(commit_asked=False, abort_failed=True) is TxnOutcome.ABORTED
+    assert abort_outcome(commit_asked=True, abort_failed=False) is TxnOutcome.ABORTED
+    assert abort_outcome(commit_asked=True, abort_failed=True) is TxnOutcome.INDETERMINATE

@@ -64,6 +64,7 @@ from eoslab.workload.consumer.session import where
 from eoslab.workload.copy.journal import CopyInput, CopyJournal
 from eoslab.workload.drivers.api import ClientApi, halt
 from eoslab.workload.producer.session import drain
+from eoslab.workload.transactions.journal import abort_outcome
 from eoslab.workload.transactions.session import call_retried
 
 PROGRESS_INTERVAL_S = 0.2
@@ -389,10 +390,8 @@ class CopierSession:
             "abort_transaction",
             lambda: self.producer.abort_transaction(self.spec.call_timeout_s),
         )
-        failed_after_commit = error is not None and commit_asked
-        self._settle(
-            txn, TxnOutcome.INDETERMINATE if failed_after_commit else TxnOutcome.ABORTED, reason
-        )
+        outcome = abort_outcome(commit_asked=commit_asked, abort_failed=error is not None)
+        self._settle(txn, outcome, reason)
         if error is not None:
             self.fatal = self.fatal or error.name()
             return

@@ -138,6 +138,16 @@ def unsettled_outcome(ending: dict[str, Any] | None) -> TxnOutcome:
     return TxnOutcome.ABORTED
 
 
+def abort_outcome(*, commit_asked: bool, abort_failed: bool) -> TxnOutcome:
+    """How an abort the session asked for settles its transaction: ``aborted``, unless its
+    commit had been asked for first and the abort failed (the coordinator may have committed
+    it: ``indeterminate``, as :func:`unsettled_outcome` says of a transaction without an
+    answer)."""
+    if commit_asked and abort_failed:
+        return TxnOutcome.INDETERMINATE
+    return TxnOutcome.ABORTED
+
+
 @dataclass(frozen=True)
 class Settlement:
     """One transaction of a journal: its ``begin`` and ``ending`` events and how it ended (a

@@ -58,7 +58,12 @@ from eoslab.workload.drivers.api import halt
 from eoslab.workload.producer.plan import PlannedRecord
 from eoslab.workload.producer.session import ProducerSession, SessionSpec
 from eoslab.workload.spec import TransactionSpec
-from eoslab.workload.transactions.journal import ABORT, COMMIT, TransactionJournal
+from eoslab.workload.transactions.journal import (
+    ABORT,
+    COMMIT,
+    TransactionJournal,
+    abort_outcome,
+)
 
 RETRY_PAUSE_S = 0.2
 CALL_TRIES = 4
@@ -256,10 +261,8 @@ class TransactionalSession(ProducerSession):
         if announced:
             self.ledger.ending(txn, False, now_ms())
         error = self._call(lambda: self.producer.abort_transaction(timeout))
-        if error is not None and not announced:  # its commit was asked for, the abort failed
-            self._settle(txn, TxnOutcome.INDETERMINATE, reason)
-        else:
-            self._settle(txn, TxnOutcome.ABORTED, reason or (error.name() if error else None))
+        outcome = abort_outcome(commit_asked=not announced, abort_failed=error is not None)
+        self._settle(txn, outcome, reason or (error.name() if error else None))
         if error is not None:
             self.stopping = True
 
